@@ -1,0 +1,75 @@
+package llm
+
+import "encoding/json"
+
+// Roles of chat-completions messages.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one OpenAI chat-completions message. It is the unit of history,
+// checkpoints and transcripts, so its JSON form is the provider's wire form.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Name is the tool name on role "tool" messages (informational; providers
+	// ignore it, but it makes transcripts readable).
+	Name string `json:"name,omitempty"`
+}
+
+// ToolCall is an assistant's request to run one function.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // always "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and carries its arguments as the JSON text
+// the model wrote (which may be invalid JSON: callers must check).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function definition offered to the model.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Usage is what the provider reported for one or more requests.
+type Usage struct {
+	PromptTokens       int64 `json:"prompt_tokens"`
+	CompletionTokens   int64 `json:"completion_tokens"`
+	CachedPromptTokens int64 `json:"cached_prompt_tokens,omitempty"`
+}
+
+// Add accumulates u2 into u.
+func (u *Usage) Add(u2 Usage) {
+	u.PromptTokens += u2.PromptTokens
+	u.CompletionTokens += u2.CompletionTokens
+	u.CachedPromptTokens += u2.CachedPromptTokens
+}
+
+// Request is one chat-completions call.
+type Request struct {
+	Model    string    `json:"model,omitempty"`
+	Messages []Message `json:"messages"`
+	Tools    []Tool    `json:"tools,omitempty"`
+	// ToolChoice is "", "auto", "none" or "required".
+	ToolChoice string `json:"tool_choice,omitempty"`
+}
+
+// Response is the first choice of a chat-completions reply.
+type Response struct {
+	Message      Message `json:"message"`
+	FinishReason string  `json:"finish_reason"`
+	Usage        Usage   `json:"usage"`
+	Model        string  `json:"model,omitempty"`
+}
