@@ -62,7 +62,8 @@ type Request struct {
 	Model    string    `json:"model,omitempty"`
 	Messages []Message `json:"messages"`
 	Tools    []Tool    `json:"tools,omitempty"`
-	// ToolChoice is "", "auto", "none" or "required".
+	// ToolChoice is "", "auto", "none" or "required"; any other value is
+	// the name of a tool the model must call.
 	ToolChoice string `json:"tool_choice,omitempty"`
 }
 
@@ -70,6 +71,8 @@ type Request struct {
 type Response struct {
 	Message      Message `json:"message"`
 	FinishReason string  `json:"finish_reason"`
-	Usage        Usage   `json:"usage"`
-	Model        string  `json:"model,omitempty"`
+	// Refusal is the provider's refusal text, when it declined to answer.
+	Refusal string `json:"refusal,omitempty"`
+	Usage   Usage  `json:"usage"`
+	Model   string `json:"model,omitempty"`
 }

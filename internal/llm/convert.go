@@ -1,0 +1,150 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+)
+
+// permissiveParameters replaces an absent or null schema: providers reject
+// "parameters": null, and an empty object schema accepts any arguments.
+var permissiveParameters = json.RawMessage(`{"type":"object"}`)
+
+// toParams maps a Request onto openai-go parameters.
+func toParams(req Request, model string) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: model}
+	if req.Model != "" {
+		p.Model = req.Model
+	}
+	for i, m := range req.Messages {
+		mp, err := messageParam(m)
+		if err != nil {
+			return p, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+	for i, t := range req.Tools {
+		raw, err := ToolJSON(t)
+		if err != nil {
+			return p, fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		// Override sends our bytes as they are: going through
+		// FunctionParameters (a map) would reorder keys and rewrite numbers.
+		p.Tools = append(p.Tools, param.Override[openai.ChatCompletionToolUnionParam](raw))
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(req.ToolChoice)}
+	default: // a tool name forces that function
+		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: req.ToolChoice})
+	}
+	return p, nil
+}
+
+func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case RoleSystem:
+		return openai.SystemMessage(m.Content), nil
+	case "developer":
+		return openai.DeveloperMessage(m.Content), nil
+	case RoleUser:
+		return openai.UserMessage(m.Content), nil
+	case RoleTool:
+		if m.ToolCallID == "" {
+			return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message has no tool_call_id")
+		}
+		return openai.ToolMessage(m.Content, m.ToolCallID), nil
+	case RoleAssistant:
+		a := openai.ChatCompletionAssistantMessageParam{}
+		// Content is omitted only beside tool calls; a bare assistant turn
+		// keeps "" because some providers reject a message without content.
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = param.NewOpt(m.Content)
+		}
+		for _, c := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: c.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name: c.Function.Name, Arguments: c.Function.Arguments,
+					},
+				},
+			})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	default:
+		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
+	}
+}
+
+// wireTool is the OpenAI "tools" element; field order is the wire order.
+type wireTool struct {
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// ToolJSON is the exact JSON one tool is sent as:
+// {"type":"function","function":{"name","description","parameters"}}, with
+// Parameters compacted but otherwise verbatim, and {"type":"object"} in
+// place of an absent or null schema. Token counting uses it so that counts
+// match what is sent.
+func ToolJSON(t Tool) (json.RawMessage, error) {
+	if t.Name == "" {
+		return nil, fmt.Errorf("tool has no name")
+	}
+	params := permissiveParameters
+	if trimmed := bytes.TrimSpace(t.Parameters); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, trimmed); err != nil {
+			return nil, fmt.Errorf("tool %q parameters: %w", t.Name, err)
+		}
+		if buf.Bytes()[0] != '{' {
+			return nil, fmt.Errorf("tool %q parameters must be a JSON object", t.Name)
+		}
+		params = buf.Bytes()
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(wireTool{Type: "function", Function: wireFunction{Name: t.Name, Description: t.Description, Parameters: params}}); err != nil {
+		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	return bytes.TrimRight(out.Bytes(), "\n"), nil
+}
+
+// fromCompletion maps the first choice of a reply back to a Response.
+func fromCompletion(c *openai.ChatCompletion) (Response, error) {
+	if c == nil || len(c.Choices) == 0 {
+		return Response{}, ErrNoChoices
+	}
+	ch := c.Choices[0]
+	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	for _, tc := range ch.Message.ToolCalls {
+		call := ToolCall{ID: tc.ID, Type: tc.Type, Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
+		if call.Type == "" {
+			call.Type = "function"
+		}
+		msg.ToolCalls = append(msg.ToolCalls, call)
+	}
+	return Response{
+		Message:      msg,
+		FinishReason: ch.FinishReason,
+		Refusal:      ch.Message.Refusal,
+		Model:        c.Model,
+		Usage: Usage{
+			PromptTokens:       c.Usage.PromptTokens,
+			CompletionTokens:   c.Usage.CompletionTokens,
+			CachedPromptTokens: c.Usage.PromptTokensDetails.CachedTokens,
+		},
+	}, nil
+}

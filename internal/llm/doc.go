@@ -1,0 +1,23 @@
+// Package llm is jetagent's thin client for OpenAI-compatible
+// chat-completions endpoints (OpenAI, vLLM, Ollama, LM Studio, OpenRouter...).
+//
+// The shared wire types (Message, ToolCall, Tool, Request, Response, Usage)
+// are the provider's JSON shape, so history, checkpoints and transcripts
+// store exactly what was sent. [Client] maps them onto openai-go v3 and back,
+// sending tool parameter schemas verbatim (never re-encoded through a map, so
+// the tools array is byte-stable across requests, which prompt caches need).
+//
+// Retries are ours, not the SDK's (openai-go runs with zero retries): 429,
+// 408/409, 5xx, per-request timeouts and connection errors are retried with
+// exponential backoff (cenkalti/backoff), and a provider's Retry-After
+// (seconds or HTTP date) or retry-after-ms replaces the backoff for that wait.
+// Any other API error is returned at once as an [*APIError] carrying the
+// provider's message; errors.Is(err, ErrNonRetryable) tells the caller that
+// retrying the job would not help. Cancelling the context stops a request or
+// a backoff wait immediately.
+//
+// The environment is never read here (openai-go's OPENAI_* defaults are
+// bypassed): the caller passes everything in [Config].
+//
+// Package llmtest provides the scripted server tests and the demo run against.
+package llm
