@@ -1,0 +1,251 @@
+package agentloop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/reflect"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// call is one tool call of a round, from preparation to its result.
+type call struct {
+	tc llm.ToolCall
+	// entry is the tool called directly; target is the tool that really
+	// runs (differs for call_tool). Both nil when the name is unknown.
+	entry, target *entry
+	args          json.RawMessage // entry's arguments, compact
+	targetArgs    json.RawMessage // target's arguments
+	// fault is an error answered without running anything (unknown tool,
+	// arguments that are not a JSON object).
+	fault string
+	// invalid lists schema violations of target's arguments.
+	invalid []string
+
+	output   string // full output
+	isError  bool
+	forModel string // output as the model sees it (maybe truncated)
+	record   *reflect.Record
+}
+
+// prepare resolves and validates one call. It runs nothing.
+func (j *job) prepare(tc llm.ToolCall) *call {
+	c := &call{tc: tc}
+	e, ok := j.reg.lookup(tc.Function.Name)
+	if !ok {
+		c.fault = j.reg.unknownToolError(tc.Function.Name, true).Error()
+		return c
+	}
+	c.entry, c.target = e, e
+	args, err := objectArgs(tc.Function.Arguments)
+	if err != nil {
+		c.fault = err.Error()
+		return c
+	}
+	if e.kind == kindCallTool {
+		args = unwrapStringArguments(args)
+	}
+	c.args, c.targetArgs = args, args
+	if c.invalid = e.validate(args); len(c.invalid) > 0 || e.kind != kindCallTool {
+		return c
+	}
+
+	// call_tool: the real call is validated like a direct one.
+	var ct struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(args, &ct)
+	inner, ok := j.reg.byName[ct.Name]
+	if !ok {
+		c.fault = j.reg.unknownToolError(ct.Name, false).Error()
+		return c
+	}
+	c.target, c.targetArgs = inner, compactJSON(ct.Arguments)
+	c.invalid = inner.validate(c.targetArgs)
+	return c
+}
+
+// objectArgs checks that text is one JSON object. Blank text means no
+// arguments ({}), which several servers send for parameterless calls;
+// anything else that is not an object is an error, never silently {}.
+func objectArgs(text string) (json.RawMessage, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return json.RawMessage(`{}`), nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, fmt.Errorf("the arguments are not valid JSON (%v); send the arguments as one JSON object", err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("the arguments must be a JSON object, got %s", jsonKind(v))
+	}
+	return compactJSON(json.RawMessage(text)), nil
+}
+
+// unwrapStringArguments turns call_tool's {"arguments":"{...}"} (a common
+// slip: the inner arguments JSON-encoded twice) into {"arguments":{...}}.
+func unwrapStringArguments(args json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args
+	}
+	var s string
+	if json.Unmarshal(m["arguments"], &s) != nil {
+		return args
+	}
+	inner, err := objectArgs(s)
+	if err != nil {
+		return args
+	}
+	m["arguments"] = inner
+	b, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return b
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func compactJSON(b json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
+}
+
+// run1 runs one prepared call, filling its output, record and events.
+func (j *job) run1(ctx context.Context, round int, c *call) {
+	j.emit(ctx, EventToolCall, round, map[string]any{
+		"call_id":   c.tc.ID,
+		"name":      c.tc.Function.Name,
+		"arguments": c.tc.Function.Arguments,
+	})
+	start := time.Now()
+	switch {
+	case c.fault != "":
+		c.output, c.isError = "Error: "+c.fault, true
+	case len(c.invalid) > 0:
+		c.output, c.isError = invalidMessage(c), true
+	default:
+		c.output, c.isError = j.dispatch(ctx, c.tc.ID, c.entry, c.args, false, c)
+	}
+	dur := time.Since(start)
+	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)
+	j.emit(ctx, EventToolResult, round, map[string]any{
+		"call_id":     c.tc.ID,
+		"name":        c.tc.Function.Name,
+		"tool":        toolName(c.target, c.tc.Function.Name),
+		"duration_ms": dur.Milliseconds(),
+		"size":        len(c.output),
+		"error":       c.isError,
+		"truncated":   len(c.forModel) != len(c.output),
+		"output":      c.output,
+	})
+}
+
+func toolName(e *entry, fallback string) string {
+	if e == nil {
+		return fallback
+	}
+	return e.tool.Name
+}
+
+func invalidMessage(c *call) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Error: invalid arguments for tool %s:\n", c.target.tool.Name)
+	for _, e := range c.invalid {
+		fmt.Fprintf(&b, "- %s\n", e)
+	}
+	fmt.Fprintf(&b, "Input schema of %s: %s", c.target.tool.Name, parameters(c.target.tool))
+	return b.String()
+}
+
+// dispatch runs e with args (already validated) and returns the output for
+// the model. viaCallTool marks the real call behind call_tool.
+func (j *job) dispatch(ctx context.Context, callID string, e *entry, args json.RawMessage, viaCallTool bool, c *call) (string, bool) {
+	switch e.kind {
+	case kindMCP:
+		res, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)
+		if err != nil {
+			return "Error: " + err.Error(), true
+		}
+		return resultText(res), res.IsError
+	case kindClient:
+		out, err := j.in.ClientCaller(ctx, e.tool.Name, args)
+		isErr := err != nil
+		if isErr {
+			out = "Error: " + err.Error()
+		}
+		if !viaCallTool {
+			// Recorded so the transcript shows who answered it.
+			c.record = &reflect.Record{ID: callID, CallID: callID, Kind: reflect.KindClientTool, Name: e.tool.Name, Input: args, Output: &out, IsError: isErr}
+		}
+		return out, isErr
+	case kindListResources, kindReadResource:
+		out, isErr, err := runResource(ctx, j.in.Tools, e.kind, args)
+		if err != nil {
+			return "Error: " + err.Error(), true
+		}
+		return out, isErr
+	case kindSearchTools, kindGetToolDetails:
+		return j.reg.runMeta(e.kind, args)
+	case kindCallTool:
+		out, isErr := j.dispatch(ctx, callID, c.target, c.targetArgs, true, c)
+		c.record = &reflect.Record{
+			ID: "rc_" + callID, CallID: callID, Kind: reflect.KindCallTool,
+			Name: c.target.tool.Name, Input: c.targetArgs, Output: &out, IsError: isErr,
+		}
+		return out, isErr
+	}
+	return fmt.Sprintf("Error: tool %q cannot be dispatched", e.tool.Name), true
+}
+
+// resultText flattens an MCP result for the model; structured content
+// stands in when there is no text.
+func resultText(r toolcache.Result) string {
+	text := r.Text
+	if text == "" && len(r.Structured) > 0 {
+		text = string(r.Structured)
+	}
+	if r.IsError && !strings.HasPrefix(strings.ToLower(text), "error") {
+		text = "Error: " + text
+	}
+	return text
+}
+
+// truncate cuts s to at most max bytes (on a rune boundary) and says so.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	note := fmt.Sprintf("\n\n[output truncated: the first %d of %d bytes are shown]", 0, len(s))
+	cut := max - len(note) - 8 // room for the digits of the shown count
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n\n[output truncated: the first %d of %d bytes are shown]", cut, len(s))
+}

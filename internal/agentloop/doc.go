@@ -1,0 +1,59 @@
+// Package agentloop runs one agent job: rounds of chat-completions requests
+// against an OpenAI-compatible model, with the job's tools dispatched,
+// validated and accounted for, sending the model as little tool text as
+// possible without losing accuracy.
+//
+// # Tool modes
+//
+// A job's catalog is its MCP tools (a [ToolSet], the registry's view), then
+// its client tools (a server tool wins a name clash: tool.clash event), then
+// the resource bridge (mcp_list_resources, mcp_read_resource) when the
+// servers list any resource. The mode decides what the tools array shows:
+//
+//   - full: every tool with its whole schema (the baseline).
+//   - deferred: name, one-line description and {"type":"object"}.
+//   - search: three fixed meta tools, search_tools(query, limit),
+//     get_tool_details(name) and call_tool(name, arguments); the array is
+//     byte-identical in every request, whatever the catalog (prompt caches
+//     keep working).
+//   - code: built by the codemode issue; for now [ErrModeNotImplemented].
+//   - auto: full, deferred or search by the o200k_base token cost of the
+//     full definitions against [AutoThresholds].
+//
+// [BuildTools] is the one function that builds the array, used by the loop
+// and by the tokens command alike.
+//
+// # Validation and the ephemeral retry
+//
+// Every call — direct, through call_tool, to a client tool or to the
+// resource bridge — is validated against the tool's verbatim input schema
+// (santhosh-tekuri/jsonschema, compiled once per job and tool). When a reply
+// holds invalid calls, the loop sends the same request again with a note
+// stating the errors and the failing tools' full schemas (in deferred mode
+// the failing tools' definitions in the array are also replaced by their
+// full ones; search mode keeps its array untouched). The rejected reply
+// never enters history. After Config.SchemaRetries retries the calls still
+// invalid get the errors as their tool results. Arguments that are not a
+// JSON object, and unknown tool names (answered with the closest names), go
+// back as error results at once.
+//
+// # Rounds
+//
+// A round is one accepted reply and the execution of its calls, which run
+// concurrently (Config.MaxParallelCalls) with results appended in call
+// order. When max_rounds rounds are used up, a last request without tools
+// asks for the final answer. Tool calls that a model writes into its
+// content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
+// [TOOL_CALLS], fenced or bare JSON) are recognised; an empty reply is
+// nudged once; a provider refusal ends the job with [ErrRefused]. Tool
+// output above Config.MaxToolOutput is truncated for the model with a note;
+// the tool.result event carries all of it.
+//
+// # Events, records, checkpoints
+//
+// Every step is an [Event] to the job's [Sink]. Calls made through
+// call_tool and client tools are returned as reflect.Records so the stored
+// transcript can show the real calls. After each round the [State] goes to
+// the job's [CheckpointStore]; Run with Input.Resume continues from it
+// without asking the model again for the rounds it holds.
+package agentloop

@@ -1,0 +1,44 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jetagent/jetagent/internal/llm"
+)
+
+// Input is one job as the loop sees it.
+type Input struct {
+	// JobID names the job in events (informational).
+	JobID  string
+	Task   string
+	System string
+	Model  string
+	// Mode "" means the configured default.
+	Mode Mode
+	// MaxRounds 0 means the configured default; it is capped by MaxRoundsCap.
+	MaxRounds int
+	// History is earlier messages (a continuation); it goes between the
+	// system prompt and the task.
+	History []llm.Message
+	// Tools is the job's view of the registry (nil: no MCP tools).
+	Tools       ToolSet
+	ClientTools []ClientTool
+	// ClientCaller runs a client-only tool (the submitter answers it).
+	// Required when ClientTools is not empty.
+	ClientCaller func(ctx context.Context, name string, args json.RawMessage) (string, error)
+	// Sink receives every event (nil: events are dropped).
+	Sink Sink
+	// Checkpoints receives the state after each completed round (optional).
+	Checkpoints CheckpointStore
+	// Resume, when set, continues from a saved state instead of starting
+	// from System/History/Task.
+	Resume *State
+}
+
+// ClientTool is a tool declared by the submitter of a job.
+type ClientTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}

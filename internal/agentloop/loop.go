@@ -1,0 +1,477 @@
+package agentloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/reflect"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// Notes the loop adds to requests. finalNote enters history (the model
+// answers it); the other two are ephemeral.
+const (
+	finalNote = "You have used all the tool rounds available for this task. Tools are no longer available: " +
+		"give your final answer now, based on what you have found so far."
+	emptyNote = "Your previous reply was empty. Continue the task: call a tool, or give your final answer."
+)
+
+// job is one Run: the loop's per-job state.
+type job struct {
+	l         *Loop
+	in        Input
+	sink      Sink
+	reg       *registry
+	mode      Mode
+	tools     []llm.Tool // the tools array of every ordinary request
+	toolToks  int
+	fullToks  int
+	maxRounds int
+
+	messages []llm.Message
+	records  []reflect.Record
+	usage    Usage
+	rounds   int // completed rounds
+}
+
+// Run runs one job to its end. It returns a Result also on error, with
+// StopReason saying why it stopped; on cancellation or timeout it returns
+// promptly with the context's error wrapped.
+func (l *Loop) Run(ctx context.Context, in Input) (*Result, error) {
+	j, err := l.newJob(ctx, in)
+	if err != nil {
+		res := &Result{StopReason: StopError, Mode: in.Mode}
+		if j != nil {
+			res = j.result("", StopError)
+		}
+		l.emitOutcome(ctx, in.Sink, res, err)
+		return res, err
+	}
+	res, err := j.run(ctx)
+	l.emitOutcome(ctx, j.sink, res, err)
+	return res, err
+}
+
+func (l *Loop) emitOutcome(ctx context.Context, sink Sink, res *Result, err error) {
+	if sink == nil {
+		return
+	}
+	data := map[string]any{
+		"stop_reason":               res.StopReason,
+		"rounds":                    res.Rounds,
+		"mode":                      string(res.Mode),
+		"prompt_tokens":             res.Usage.PromptTokens,
+		"completion_tokens":         res.Usage.CompletionTokens,
+		"cached_prompt_tokens":      res.Usage.CachedPromptTokens,
+		"tool_def_tokens":           res.Usage.ToolDefTokens,
+		"full_mode_tool_def_tokens": res.Usage.FullModeToolDefTokens,
+	}
+	if err != nil {
+		data["error"] = err.Error()
+	}
+	// The outcome is reported even when ctx has ended.
+	sink.Emit(context.WithoutCancel(ctx), Event{Type: EventLoopOutcome, Round: res.Rounds, Data: data})
+}
+
+// newJob validates in, builds the registry and the tools array.
+func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
+	j := &job{l: l, in: in, sink: in.Sink, reg: newRegistry()}
+	if j.sink == nil {
+		j.sink = nopSink{}
+	}
+	if in.Resume == nil && strings.TrimSpace(in.Task) == "" {
+		return nil, fmt.Errorf("%w: task is empty", ErrConfig)
+	}
+	if in.Resume != nil && len(in.Resume.Messages) == 0 {
+		return nil, fmt.Errorf("%w: resume state has no messages", ErrConfig)
+	}
+	if in.MaxRounds < 0 {
+		return nil, fmt.Errorf("%w: max_rounds %d is negative", ErrConfig, in.MaxRounds)
+	}
+	j.maxRounds = in.MaxRounds
+	if j.maxRounds == 0 {
+		j.maxRounds = l.cfg.DefaultMaxRounds
+	}
+	j.maxRounds = min(j.maxRounds, l.cfg.MaxRoundsCap)
+	if len(in.ClientTools) > 0 && in.ClientCaller == nil {
+		return nil, fmt.Errorf("%w: client tools declared without a ClientCaller", ErrConfig)
+	}
+
+	mode := in.Mode
+	if mode == "" {
+		mode = l.cfg.DefaultMode
+	}
+	if in.Resume != nil && in.Resume.Mode != "" {
+		mode = in.Resume.Mode // keep the tools array of the interrupted run
+	}
+	if !mode.Valid() {
+		return nil, fmt.Errorf("%w: unknown tool mode %q", ErrConfig, mode)
+	}
+	if mode == ModeCode {
+		return nil, fmt.Errorf("%w: %s (built in its own issue)", ErrModeNotImplemented, mode)
+	}
+
+	if err := j.buildRegistry(ctx); err != nil {
+		return nil, err
+	}
+	full, err := BuildTools(ModeFull, j.reg.catalog)
+	if err != nil {
+		return nil, err
+	}
+	if j.fullToks, err = ToolTokens(full); err != nil {
+		return nil, err
+	}
+	if mode == ModeAuto {
+		mode = l.cfg.AutoThresholds.Choose(j.fullToks)
+	}
+	j.mode = mode
+	if j.tools, err = BuildTools(mode, j.reg.catalog); err != nil {
+		return nil, err
+	}
+	if j.toolToks, err = ToolTokens(j.tools); err != nil {
+		return nil, err
+	}
+	if mode == ModeSearch {
+		j.reg.addMeta()
+	}
+	if len(j.reg.catalog) == 0 {
+		// Nothing to call: send no tools at all rather than an empty
+		// catalog behind meta tools.
+		j.tools, j.toolToks, j.fullToks = nil, 0, 0
+	}
+
+	if r := in.Resume; r != nil {
+		j.messages = slices.Clone(r.Messages)
+		j.records = slices.Clone(r.Records)
+		j.usage = r.Usage
+		j.rounds = r.Round
+	} else {
+		if in.System != "" {
+			j.messages = append(j.messages, llm.Message{Role: llm.RoleSystem, Content: in.System})
+		}
+		j.messages = append(j.messages, in.History...)
+		j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: in.Task})
+	}
+	return j, nil
+}
+
+// buildRegistry gathers the job's catalog: MCP tools, then client tools
+// (a server tool wins a name clash), then the resource bridge when the
+// servers list any resource.
+func (j *job) buildRegistry(ctx context.Context) error {
+	if j.in.Tools != nil {
+		for _, t := range j.in.Tools.Tools() {
+			j.reg.add(t, kindMCP)
+		}
+	}
+	for _, ct := range j.in.ClientTools {
+		if !toolNameRE.MatchString(ct.Name) {
+			return fmt.Errorf("%w: client tool name %q must match %s", ErrConfig, ct.Name, toolNameRE)
+		}
+		if e, clash := j.reg.byName[ct.Name]; clash {
+			j.emit(ctx, EventToolClash, 0, map[string]any{"name": ct.Name, "server": e.tool.Server, "winner": "server"})
+			continue
+		}
+		params, err := toolcache.NormalizeSchema(ct.InputSchema)
+		if err != nil {
+			return fmt.Errorf("%w: client tool %q: input_schema: %w", ErrConfig, ct.Name, err)
+		}
+		schema := ct.InputSchema
+		if len(strings.TrimSpace(string(schema))) == 0 {
+			schema = params
+		}
+		j.reg.add(toolcache.Tool{Name: ct.Name, Original: ct.Name, Description: ct.Description, InputSchema: schema, Parameters: params}, kindClient)
+	}
+	if j.in.Tools != nil {
+		res, err := j.in.Tools.ListResources(ctx)
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("agentloop: listing resources: %w", err)
+		}
+		// A server failing to list resources loses only the bridge.
+		if err == nil && len(res) > 0 {
+			for _, t := range resourceTools() {
+				kind := kindListResources
+				if t.Name == ToolReadResource {
+					kind = kindReadResource
+				}
+				j.reg.add(t, kind)
+			}
+		}
+	}
+	return nil
+}
+
+func (j *job) emit(ctx context.Context, typ string, round int, data map[string]any) {
+	j.sink.Emit(ctx, Event{Type: typ, Round: round, Data: data})
+}
+
+// run is the round loop.
+func (j *job) run(ctx context.Context) (*Result, error) {
+	for j.rounds < j.maxRounds {
+		round := j.rounds + 1
+		turn, err := j.ask(ctx, round)
+		if err != nil {
+			return j.fail(ctx, err)
+		}
+		if len(turn.calls) == 0 {
+			j.messages = append(j.messages, turn.msg)
+			return j.result(turn.msg.Content, StopFinalAnswer), nil
+		}
+		toolMsgs, recs := j.execute(ctx, round, turn.calls)
+		if ctx.Err() != nil {
+			// The round is incomplete: it does not enter history.
+			return j.fail(ctx, ctx.Err())
+		}
+		j.messages = append(j.messages, turn.msg)
+		j.messages = append(j.messages, toolMsgs...)
+		j.records = append(j.records, recs...)
+		j.rounds = round
+		j.checkpoint(ctx)
+	}
+
+	// Rounds ran out: one last request without tools for the final answer.
+	round := j.rounds + 1
+	j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: finalNote})
+	resp, err := j.complete(ctx, round, 0, j.messages, nil, 0)
+	if err != nil {
+		return j.fail(ctx, err)
+	}
+	msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content}
+	j.messages = append(j.messages, msg)
+	return j.result(msg.Content, StopMaxRounds), nil
+}
+
+func (j *job) result(answer, stop string) *Result {
+	return &Result{
+		Answer:     answer,
+		Messages:   slices.Clone(j.messages),
+		Records:    slices.Clone(j.records),
+		Usage:      j.usage,
+		Rounds:     j.rounds,
+		StopReason: stop,
+		Mode:       j.mode,
+	}
+}
+
+// fail ends the job, classifying context ends as timeout or cancellation.
+func (j *job) fail(ctx context.Context, err error) (*Result, error) {
+	stop := StopError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		stop = StopTimeout
+		err = ctx.Err()
+	case ctx.Err() != nil:
+		stop = StopCancelled
+		err = ctx.Err()
+	}
+	return j.result("", stop), fmt.Errorf("agentloop: job %q: %w", j.in.JobID, err)
+}
+
+func (j *job) checkpoint(ctx context.Context) {
+	if j.in.Checkpoints == nil {
+		return
+	}
+	s := State{
+		Messages: slices.Clone(j.messages),
+		Round:    j.rounds,
+		Records:  slices.Clone(j.records),
+		Usage:    j.usage,
+		Mode:     j.mode,
+	}
+	if err := j.in.Checkpoints.Save(ctx, s); err != nil {
+		j.emit(ctx, EventCheckpointFailed, j.rounds, map[string]any{"error": err.Error()})
+	}
+}
+
+// complete sends one request and accounts for it. fullToks is what full
+// mode would have sent for it (0 for the tool-less final request).
+func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Message, tools []llm.Tool, toolToks int) (llm.Response, error) {
+	fullToks := 0
+	if tools != nil {
+		fullToks = j.fullToks
+	}
+	j.emit(ctx, EventLLMRequest, round, map[string]any{
+		"attempt":         attempt,
+		"message_count":   len(msgs),
+		"tool_count":      len(tools),
+		"tool_def_tokens": toolToks,
+		"mode":            string(j.mode),
+	})
+	j.usage.ToolDefTokens += int64(toolToks)
+	j.usage.FullModeToolDefTokens += int64(fullToks)
+	resp, err := j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools})
+	if err != nil {
+		return resp, err
+	}
+	j.usage.Usage.Add(resp.Usage)
+	j.emit(ctx, EventLLMResponse, round, map[string]any{
+		"attempt":              attempt,
+		"finish_reason":        resp.FinishReason,
+		"prompt_tokens":        resp.Usage.PromptTokens,
+		"completion_tokens":    resp.Usage.CompletionTokens,
+		"cached_prompt_tokens": resp.Usage.CachedPromptTokens,
+		"tool_calls":           len(resp.Message.ToolCalls),
+		"content_bytes":        len(resp.Message.Content),
+	})
+	if resp.FinishReason == "content_filter" {
+		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Message.Content)
+	}
+	return resp, nil
+}
+
+// turn is a model reply accepted into history: the assistant message and
+// its calls, prepared for execution.
+type turn struct {
+	msg   llm.Message
+	calls []*call
+}
+
+// ask gets the round's reply. Invalid tool calls are retried ephemerally
+// (the same request again, with the failing tools' full schemas and the
+// errors; the failed reply never enters history), at most SchemaRetries
+// times; an empty reply is retried once with a nudge.
+func (j *job) ask(ctx context.Context, round int) (turn, error) {
+	tools, toolToks := j.tools, j.toolToks
+	var note string
+	retries, nudged := 0, false
+	for attempt := 0; ; attempt++ {
+		msgs := j.messages
+		if note != "" {
+			msgs = append(slices.Clone(j.messages), llm.Message{Role: llm.RoleUser, Content: note})
+		}
+		resp, err := j.complete(ctx, round, attempt, msgs, tools, toolToks)
+		if err != nil {
+			return turn{}, err
+		}
+		msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content, ToolCalls: resp.Message.ToolCalls}
+		if len(msg.ToolCalls) == 0 && len(j.tools) > 0 {
+			msg.ToolCalls, msg.Content = extractContentCalls(msg.Content, round, func(name string) bool {
+				_, ok := j.reg.lookup(name)
+				return ok
+			})
+		}
+		if len(msg.ToolCalls) == 0 {
+			if strings.TrimSpace(msg.Content) != "" {
+				return turn{msg: msg}, nil
+			}
+			if nudged {
+				return turn{}, ErrEmptyResponse
+			}
+			nudged, note = true, emptyNote
+			tools, toolToks = j.tools, j.toolToks
+			continue
+		}
+		fixCallIDs(msg.ToolCalls, round)
+		calls := make([]*call, len(msg.ToolCalls))
+		var invalid []*call
+		for i, tc := range msg.ToolCalls {
+			calls[i] = j.prepare(tc)
+			if len(calls[i].invalid) > 0 {
+				invalid = append(invalid, calls[i])
+				j.emit(ctx, EventToolValidationFailed, round, map[string]any{
+					"attempt":   attempt,
+					"call_id":   tc.ID,
+					"name":      tc.Function.Name,
+					"tool":      calls[i].target.tool.Name,
+					"arguments": tc.Function.Arguments,
+					"errors":    calls[i].invalid,
+				})
+			}
+		}
+		if len(invalid) == 0 || retries >= j.l.cfg.SchemaRetries {
+			return turn{msg: msg, calls: calls}, nil
+		}
+		retries++
+		tools, note = j.retryRequest(invalid)
+		if toolToks, err = ToolTokens(tools); err != nil {
+			return turn{}, err
+		}
+		names := make([]string, len(invalid))
+		for i, c := range invalid {
+			names[i] = c.target.tool.Name
+		}
+		j.emit(ctx, EventToolSchemaRetry, round, map[string]any{"retry": retries, "tools": names, "tool_def_tokens": toolToks})
+	}
+}
+
+// fixCallIDs gives every call a unique id (some servers send none or
+// repeat them), since tool results are matched by id.
+func fixCallIDs(calls []llm.ToolCall, round int) {
+	seen := map[string]bool{}
+	for i := range calls {
+		if calls[i].ID == "" || seen[calls[i].ID] {
+			calls[i].ID = fmt.Sprintf("call_%d_%d", round, i)
+		}
+		if calls[i].Type == "" {
+			calls[i].Type = "function"
+		}
+		seen[calls[i].ID] = true
+	}
+}
+
+// retryRequest builds the ephemeral retry: the tools array with the failing
+// tools' full definitions (in deferred mode; search mode keeps its array
+// byte-identical and full mode has them already), and a note stating each
+// error with the full schema.
+func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
+	var b strings.Builder
+	b.WriteString("Your previous reply was not accepted because these tool calls had invalid arguments:\n")
+	failing := map[string]toolcache.Tool{}
+	for _, c := range invalid {
+		t := c.target.tool
+		failing[t.Name] = t
+		fmt.Fprintf(&b, "\n- %s(%s):\n", c.tc.Function.Name, c.tc.Function.Arguments)
+		for _, e := range c.invalid {
+			fmt.Fprintf(&b, "  - %s\n", e)
+		}
+		fmt.Fprintf(&b, "  Full input schema of %s: %s\n", t.Name, parameters(t))
+	}
+	b.WriteString("\nReply again, with arguments that match the schemas. All tools are still available.")
+
+	tools := j.tools
+	if j.mode == ModeDeferred {
+		tools = slices.Clone(j.tools)
+		for i, t := range tools {
+			if ft, ok := failing[t.Name]; ok {
+				tools[i] = fullTool(ft)
+			}
+		}
+	}
+	return tools, b.String()
+}
+
+// execute runs a round's calls concurrently (at most MaxParallelCalls at a
+// time) and returns their tool messages and records in call order.
+func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Message, []reflect.Record) {
+	sem := make(chan struct{}, j.l.cfg.MaxParallelCalls)
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				c.output, c.isError = "Error: "+ctx.Err().Error(), true
+				return
+			}
+			defer func() { <-sem }()
+			j.run1(ctx, round, c)
+		}()
+	}
+	wg.Wait()
+	msgs := make([]llm.Message, len(calls))
+	var recs []reflect.Record
+	for i, c := range calls {
+		msgs[i] = llm.Message{Role: llm.RoleTool, Content: c.forModel, ToolCallID: c.tc.ID, Name: c.tc.Function.Name}
+		if c.record != nil {
+			recs = append(recs, *c.record)
+		}
+	}
+	return msgs, recs
+}

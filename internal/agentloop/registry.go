@@ -1,0 +1,180 @@
+package agentloop
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// toolKind says how a registry entry is dispatched.
+type toolKind int
+
+const (
+	kindMCP toolKind = iota
+	kindClient
+	kindListResources
+	kindReadResource
+	kindSearchTools
+	kindGetToolDetails
+	kindCallTool
+)
+
+// entry is one callable tool of a job, with its lazily compiled validator.
+type entry struct {
+	tool toolcache.Tool
+	kind toolKind
+
+	once      sync.Once
+	schema    *jsonschema.Schema // nil: the schema could not be compiled; calls are not validated
+	schemaErr error
+}
+
+// registry is a job's view of every callable tool: MCP tools, client tools,
+// the resource bridge and (in search mode) the meta tools, so every path
+// validates and dispatches the same way.
+type registry struct {
+	// catalog is what call_tool, search_tools and get_tool_details reach,
+	// in order: MCP tools, client tools, resource bridge.
+	catalog []toolcache.Tool
+	byName  map[string]*entry
+	// meta shadows byName for direct calls in search mode.
+	meta map[string]*entry
+}
+
+var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func newRegistry() *registry {
+	return &registry{byName: map[string]*entry{}, meta: map[string]*entry{}}
+}
+
+// add registers t; it reports false when the name is taken (first wins).
+func (r *registry) add(t toolcache.Tool, k toolKind) bool {
+	if _, dup := r.byName[t.Name]; dup {
+		return false
+	}
+	r.byName[t.Name] = &entry{tool: t, kind: k}
+	r.catalog = append(r.catalog, t)
+	return true
+}
+
+func (r *registry) addMeta() {
+	kinds := map[string]toolKind{ToolSearchTools: kindSearchTools, ToolGetToolDetails: kindGetToolDetails, ToolCallTool: kindCallTool}
+	for _, t := range metaTools() {
+		r.meta[t.Name] = &entry{
+			tool: toolcache.Tool{Name: t.Name, Original: t.Name, Description: t.Description, InputSchema: t.Parameters, Parameters: t.Parameters},
+			kind: kinds[t.Name],
+		}
+	}
+}
+
+// lookup finds a tool the model called directly.
+func (r *registry) lookup(name string) (*entry, bool) {
+	if e, ok := r.meta[name]; ok {
+		return e, true
+	}
+	e, ok := r.byName[name]
+	return e, ok
+}
+
+// unknownToolError names the closest tools, so the model can correct itself.
+func (r *registry) unknownToolError(name string, direct bool) error {
+	names := make([]string, 0, len(r.byName)+len(r.meta))
+	for n := range r.byName {
+		names = append(names, n)
+	}
+	if direct {
+		for n := range r.meta {
+			names = append(names, n)
+		}
+	}
+	closest := closestNames(name, names, 5)
+	if len(closest) == 0 {
+		return fmt.Errorf("unknown tool %q (no tools are available)", name)
+	}
+	return fmt.Errorf("unknown tool %q; closest names: %s", name, strings.Join(closest, ", "))
+}
+
+// validator compiles the entry's verbatim input schema once per job.
+func (e *entry) validator() (*jsonschema.Schema, error) {
+	e.once.Do(func() {
+		var errs []error
+		for _, s := range []json.RawMessage{e.tool.InputSchema, e.tool.Parameters} {
+			if len(bytes.TrimSpace(s)) == 0 || bytes.Equal(bytes.TrimSpace(s), []byte("null")) {
+				continue
+			}
+			sch, err := compileSchema(e.tool.Name, s)
+			if err == nil {
+				e.schema = sch
+				return
+			}
+			errs = append(errs, err)
+		}
+		e.schemaErr = errors.Join(errs...)
+	})
+	return e.schema, e.schemaErr
+}
+
+func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	// jsonschema wants values from its own decoder (json.Number etc.).
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema of %q: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem:///tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schema of %q: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %q: %w", name, err)
+	}
+	return sch, nil
+}
+
+// validate checks args (a JSON object's text) against the tool's schema and
+// returns the violations, one line each; nil when valid. A schema that
+// cannot be compiled is not enforced: the server will judge the call.
+func (e *entry) validate(args json.RawMessage) []string {
+	sch, _ := e.validator()
+	if sch == nil {
+		return nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return []string{"arguments are not valid JSON: " + err.Error()}
+	}
+	err = sch.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []string{err.Error()}
+	}
+	var out []string
+	leafErrors(ve, &out)
+	sort.Strings(out)
+	return out
+}
+
+// leafErrors flattens a validation error tree to its specific causes.
+func leafErrors(e *jsonschema.ValidationError, out *[]string) {
+	if len(e.Causes) == 0 {
+		*out = append(*out, e.Error()) // "at '/path': message"
+		return
+	}
+	for _, c := range e.Causes {
+		leafErrors(c, out)
+	}
+}

@@ -1,0 +1,181 @@
+package agentloop
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// Names of the tools the loop itself answers.
+const (
+	ToolSearchTools      = "search_tools"
+	ToolGetToolDetails   = "get_tool_details"
+	ToolCallTool         = "call_tool"
+	ToolListResources    = "mcp_list_resources"
+	ToolReadResource     = "mcp_read_resource"
+	defaultSearchLimit   = 10
+	maxSearchLimit       = 50
+	maxOneLineDescLength = 160
+)
+
+// permissiveSchema is the deferred-mode parameters: any object. Never null,
+// which several providers reject.
+var permissiveSchema = json.RawMessage(`{"type":"object"}`)
+
+// metaTools are search mode's fixed tools array. Constant text, so the
+// array is byte-identical in every request of every search-mode job.
+func metaTools() []llm.Tool {
+	return []llm.Tool{
+		{
+			Name:        ToolSearchTools,
+			Description: "Search the available tools by keywords. Returns matching tool names with one-line descriptions. Call get_tool_details before calling a tool you have not used yet.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Keywords describing what the tool should do."},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"Maximum number of results (default 10)."}},"required":["query"],"additionalProperties":false}`),
+		},
+		{
+			Name:        ToolGetToolDetails,
+			Description: "Get a tool's full description, input JSON Schema and annotations.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Exact tool name from search_tools."}},"required":["name"],"additionalProperties":false}`),
+		},
+		{
+			Name:        ToolCallTool,
+			Description: "Call a tool by name. The arguments must match the tool's input schema (see get_tool_details).",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Exact tool name."},"arguments":{"type":"object","description":"Arguments for the tool, as a JSON object."}},"required":["name","arguments"],"additionalProperties":false}`),
+		},
+	}
+}
+
+// resourceTools bridge MCP resources as tools; offered when any exist.
+func resourceTools() []toolcache.Tool {
+	list := json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+	read := json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string","description":"The resource URI, or its name as listed by mcp_list_resources."}},"required":["uri"],"additionalProperties":false}`)
+	return []toolcache.Tool{
+		{Name: ToolListResources, Original: ToolListResources, Description: "List the MCP resources (documents, files, data) that can be read with mcp_read_resource.", InputSchema: list, Parameters: list},
+		{Name: ToolReadResource, Original: ToolReadResource, Description: "Read an MCP resource by URI or name and return its text.", InputSchema: read, Parameters: read},
+	}
+}
+
+// BuildTools returns exactly the tools array the loop sends on the first
+// request of a job in mode, for a catalog of tools (the loop passes the
+// job's whole catalog: MCP tools, then client tools, then the resource
+// bridge). ModeAuto resolves with DefaultAutoThresholds.
+func BuildTools(mode Mode, tools []toolcache.Tool) ([]llm.Tool, error) {
+	if mode == ModeAuto {
+		m, _, err := chooseMode(DefaultAutoThresholds(), tools)
+		if err != nil {
+			return nil, err
+		}
+		mode = m
+	}
+	switch mode {
+	case ModeFull:
+		out := make([]llm.Tool, len(tools))
+		for i, t := range tools {
+			out[i] = fullTool(t)
+		}
+		return out, nil
+	case ModeDeferred:
+		out := make([]llm.Tool, len(tools))
+		for i, t := range tools {
+			out[i] = deferredTool(t)
+		}
+		return out, nil
+	case ModeSearch:
+		return metaTools(), nil
+	case ModeCode:
+		return nil, fmt.Errorf("%w: %s", ErrModeNotImplemented, mode)
+	default:
+		return nil, fmt.Errorf("%w: unknown tool mode %q", ErrConfig, mode)
+	}
+}
+
+// chooseMode resolves auto mode and returns the full definitions' tokens.
+func chooseMode(t AutoThresholds, tools []toolcache.Tool) (Mode, int, error) {
+	full, _ := BuildTools(ModeFull, tools)
+	n, err := ToolTokens(full)
+	if err != nil {
+		return "", 0, err
+	}
+	return t.Choose(n), n, nil
+}
+
+func fullTool(t toolcache.Tool) llm.Tool {
+	return llm.Tool{Name: t.Name, Description: t.Description, Parameters: parameters(t)}
+}
+
+func deferredTool(t toolcache.Tool) llm.Tool {
+	return llm.Tool{Name: t.Name, Description: OneLine(t.Description), Parameters: permissiveSchema}
+}
+
+// parameters is the provider-ready schema of t, never empty or null.
+func parameters(t toolcache.Tool) json.RawMessage {
+	for _, p := range []json.RawMessage{t.Parameters, t.InputSchema} {
+		p = bytes.TrimSpace(p)
+		if len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+			return p
+		}
+	}
+	return permissiveSchema
+}
+
+// OneLine shortens a description to its first sentence of its first
+// non-empty line, at most 160 bytes: what deferred mode sends.
+func OneLine(desc string) string {
+	line := ""
+	for l := range strings.SplitSeq(desc, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			line = l
+			break
+		}
+	}
+	// First sentence: a period followed by a space ends it (not "e.g. x").
+	if i := strings.Index(line, ". "); i > 0 && !strings.HasSuffix(line[:i], "e.g") && !strings.HasSuffix(line[:i], "i.e") {
+		line = line[:i+1]
+	}
+	if len(line) > maxOneLineDescLength {
+		cut := maxOneLineDescLength - len("…")
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = strings.TrimSpace(line[:cut]) + "…"
+	}
+	return line
+}
+
+// wireTool is the OpenAI form of one tools-array element: what is counted.
+type wireTool struct {
+	Type     string   `json:"type"`
+	Function llm.Tool `json:"function"`
+}
+
+// ToolTokens counts the o200k_base tokens of tools as an OpenAI "tools"
+// parameter (compact JSON). The loop reports it in llm.request events and
+// Usage; the tokens command prints it.
+func ToolTokens(tools []llm.Tool) (int, error) {
+	if len(tools) == 0 {
+		return 0, nil
+	}
+	w := make([]wireTool, len(tools))
+	for i, t := range tools {
+		w[i] = wireTool{Type: "function", Function: t}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return 0, fmt.Errorf("agentloop: encoding tools: %w", err)
+	}
+	codec, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		return 0, fmt.Errorf("agentloop: tokenizer: %w", err)
+	}
+	n, err := codec.Count(string(b))
+	if err != nil {
+		return 0, fmt.Errorf("agentloop: counting tokens: %w", err)
+	}
+	return n, nil
+}
