@@ -30,12 +30,16 @@ func New(cfg Config) (*Client, error) {
 	}
 	// The service is built directly rather than through openai.NewClient,
 	// which would fold OPENAI_* environment variables into every request.
-	chat := openai.NewChatCompletionService(
+	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithHTTPClient(cfg.HTTPClient),
 		option.WithMaxRetries(0), // retries are ours: see Complete
-	)
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	chat := openai.NewChatCompletionService(opts...)
 	return &Client{cfg: cfg, chat: chat}, nil
 }
 
@@ -107,7 +111,7 @@ func (c *Client) attempt(ctx context.Context, params openai.ChatCompletionNewPar
 		return Response{}, err // the caller's cancellation; Complete reports it
 	}
 	if actx.Err() != nil {
-		return Response{}, fmt.Errorf("llm: request timed out after %s: %w", c.cfg.Timeout, err)
+		return Response{}, fmt.Errorf("%w after %s", ErrTimeout, c.cfg.Timeout)
 	}
 	if httpResp != nil && httpResp.StatusCode >= 400 {
 		return Response{}, newAPIError(httpResp, err)

@@ -57,7 +57,7 @@ func TestCompleteRoundTrip(t *testing.T) {
 		},
 		Usage: &llm.Usage{PromptTokens: 120, CompletionTokens: 30, CachedPromptTokens: 100},
 	})
-	c := newClient(t, s, nil)
+	c := newClient(t, s, func(cfg *llm.Config) { cfg.Headers = map[string]string{"X-Title": "jetagent"} })
 	req := llm.Request{
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: "be brief"},
@@ -108,6 +108,9 @@ func TestCompleteRoundTrip(t *testing.T) {
 	}
 	if h := got.Header.Get("Authorization"); h != "Bearer sk-test" {
 		t.Errorf("Authorization = %q", h)
+	}
+	if h := got.Header.Get("X-Title"); h != "jetagent" {
+		t.Errorf("X-Title = %q", h)
 	}
 	// An assistant turn with tool calls and no text omits content.
 	var raw struct {
@@ -350,7 +353,7 @@ func TestCompleteTimeoutRetried(t *testing.T) {
 	s := llmtest.NewServer(t, llmtest.Reply{Block: hang}, llmtest.Reply{Content: "done"})
 	var retryErr error
 	c := newClient(t, s, func(cfg *llm.Config) {
-		cfg.Timeout = 50 * time.Millisecond
+		cfg.Timeout = 200 * time.Millisecond
 		cfg.OnRetry = func(_ int, _ time.Duration, err error) { retryErr = err }
 	})
 	resp, err := c.Complete(testCtx(t), userRequest())
@@ -360,7 +363,7 @@ func TestCompleteTimeoutRetried(t *testing.T) {
 	if resp.Message.Content != "done" || len(s.Requests()) != 2 {
 		t.Errorf("content %q after %d requests", resp.Message.Content, len(s.Requests()))
 	}
-	if retryErr == nil || !strings.Contains(retryErr.Error(), "timed out") {
+	if !errors.Is(retryErr, llm.ErrTimeout) || errors.Is(retryErr, context.DeadlineExceeded) {
 		t.Errorf("retry error = %v", retryErr)
 	}
 }
@@ -545,5 +548,24 @@ func TestCompleteRefusal(t *testing.T) {
 	}
 	if resp.Refusal != "I can't help with that." || resp.Message.Content != "" || resp.Usage.CompletionTokens != 4 {
 		t.Errorf("resp = %+v", resp)
+	}
+}
+
+// Not parallel: t.Setenv. The environment must not leak into requests.
+func TestEnvironmentIgnored(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	t.Setenv("OPENAI_ORG_ID", "org-from-env")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	s := llmtest.NewServer(t, llmtest.Reply{Content: "ok"})
+	c, err := llm.New(llm.Config{BaseURL: s.URL(), Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(testCtx(t), userRequest()); err != nil {
+		t.Fatal(err)
+	}
+	h := s.Requests()[0].Header
+	if h.Get("Authorization") != "" || h.Get("OpenAI-Organization") != "" {
+		t.Errorf("environment leaked into headers: %v", h)
 	}
 }

@@ -38,6 +38,8 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// MaxRetryAfter caps a provider's Retry-After wait (0: DefaultMaxRetryAfter).
 	MaxRetryAfter time.Duration
+	// Headers are added to every request (e.g. OpenRouter's HTTP-Referer).
+	Headers map[string]string
 	// HTTPClient sends the requests (nil: a client on http.DefaultTransport).
 	HTTPClient *http.Client
 	// OnRetry, if set, is called before each wait between attempts: attempt

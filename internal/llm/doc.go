@@ -13,8 +13,11 @@
 // (seconds or HTTP date) or retry-after-ms replaces the backoff for that wait.
 // Any other API error is returned at once as an [*APIError] carrying the
 // provider's message; errors.Is(err, ErrNonRetryable) tells the caller that
-// retrying the job would not help. Cancelling the context stops a request or
-// a backoff wait immediately.
+// retrying the job would not help. An attempt that outlives Config.Timeout
+// fails with ErrTimeout (and is retried), which is kept distinct from the
+// caller's own deadline. Cancelling the context stops a request or a backoff
+// wait immediately. [ToolJSON] is the exact JSON a tool is sent as, for
+// token counting that matches the wire.
 //
 // The environment is never read here (openai-go's OPENAI_* defaults are
 // bypassed): the caller passes everything in [Config].

@@ -15,6 +15,10 @@ var (
 	ErrNonRetryable = errors.New("llm: non-retryable error")
 	// ErrNoChoices is returned when a 200 reply carries no choices.
 	ErrNoChoices = errors.New("llm: response has no choices")
+	// ErrTimeout marks an attempt that ran out of Config.Timeout. It is
+	// deliberately not context.DeadlineExceeded, which means the caller's
+	// own deadline.
+	ErrTimeout = errors.New("llm: request timed out")
 )
 
 // APIError is an HTTP error reply from the provider.
