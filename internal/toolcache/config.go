@@ -1,0 +1,320 @@
+package toolcache
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Transport types of a server.
+const (
+	TypeStdio     = "stdio"
+	TypeHTTP      = "http"
+	TypeSSE       = "sse"
+	TypeInProcess = "inprocess" // only through WithInProcessServer, never from a file
+)
+
+// Session modes of a server.
+const (
+	// SessionShared multiplexes every job's calls on one long-lived session.
+	SessionShared = "shared"
+	// SessionPerJob gives each job (View) its own session, opened on first use
+	// and closed with the View: for stateful servers such as browsers.
+	SessionPerJob = "per-job"
+)
+
+// DefaultMaxConcurrent bounds the calls in flight on one session when a
+// server's config does not say.
+const DefaultMaxConcurrent = 32
+
+// Config is the operator's MCP server configuration, in the format Claude
+// Desktop, Cursor ({"mcpServers": {...}}) and VS Code ({"servers": {...}})
+// already use. Jobs refer to servers by name only.
+type Config struct {
+	Servers map[string]ServerConfig
+}
+
+// ServerConfig is one configured server. Command, Args, Env and Cwd describe a
+// stdio server; URL, Headers and Type ("http" or "sse") a remote one.
+type ServerConfig struct {
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Type is "stdio", "http" or "sse"; inferred from Command/URL when empty.
+	Type string `json:"type,omitempty"`
+	// CallTimeout bounds one tools/call (0: only the caller's context).
+	CallTimeout Duration `json:"callTimeout,omitempty"`
+	// MaxConcurrent bounds calls in flight on one session (0: DefaultMaxConcurrent).
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+	// SessionMode is "shared" (default) or "per-job".
+	SessionMode string `json:"sessionMode,omitempty"`
+	// Allow and Deny are globs (path.Match syntax) over the server's own tool
+	// names: a tool is listed when it matches some Allow glob (or Allow is
+	// empty) and no Deny glob.
+	Allow    []string `json:"allow,omitempty"`
+	Deny     []string `json:"deny,omitempty"`
+	Disabled bool     `json:"disabled,omitempty"`
+	// ProtocolVersion pins the MCP protocol version offered in initialize.
+	// Empty means the newest version that uses the initialize handshake
+	// (2025-11-25), which every current server answers at once; see doc.go.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+}
+
+// Duration is a time.Duration that reads from JSON as a Go duration string
+// ("30s", "2m") or a number of seconds.
+type Duration time.Duration
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if s == "" {
+			*d = 0
+			return nil
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("invalid duration %q (want e.g. \"30s\")", s)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err != nil {
+		return fmt.Errorf("invalid duration %s (want a string like \"30s\" or seconds)", b)
+	}
+	*d = Duration(secs * float64(time.Second))
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// LoadConfig reads and parses a configuration file, expanding ${VAR} from
+// the process environment.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("toolcache: read config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses a configuration, expanding ${VAR} (and VS Code's
+// ${env:VAR}) from the process environment.
+func ParseConfig(data []byte) (Config, error) {
+	return ParseConfigWithEnv(data, os.LookupEnv)
+}
+
+// ParseConfigWithEnv is ParseConfig with an explicit environment lookup.
+func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config, error) {
+	var raw struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		Servers    map[string]json.RawMessage `json:"servers"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Config{}, fmt.Errorf("toolcache: config is not valid JSON: %w", err)
+	}
+	if raw.MCPServers == nil && raw.Servers == nil {
+		return Config{}, fmt.Errorf("toolcache: config has neither \"mcpServers\" nor \"servers\"")
+	}
+	cfg := Config{Servers: map[string]ServerConfig{}}
+	for _, m := range []map[string]json.RawMessage{raw.MCPServers, raw.Servers} {
+		for _, name := range sortedKeys(m) {
+			if _, dup := cfg.Servers[name]; dup {
+				return Config{}, fmt.Errorf("toolcache: server %q: defined in both \"mcpServers\" and \"servers\"", name)
+			}
+			dec := json.NewDecoder(bytes.NewReader(m[name]))
+			var sc ServerConfig
+			if err := dec.Decode(&sc); err != nil {
+				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, err)
+			}
+			if err := sc.expand(lookup); err != nil {
+				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, err)
+			}
+			cfg.Servers[name] = sc
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate checks every server and fills in inferred values (Type). Errors
+// name the server and the field.
+func (c *Config) Validate() error {
+	for _, name := range sortedKeys(c.Servers) {
+		sc := c.Servers[name]
+		if err := sc.validate(); err != nil {
+			return fmt.Errorf("toolcache: server %q: %w", name, err)
+		}
+		c.Servers[name] = sc
+	}
+	return nil
+}
+
+func (sc *ServerConfig) validate() error {
+	typ := strings.ToLower(strings.TrimSpace(sc.Type))
+	switch typ {
+	case "streamable-http", "streamablehttp", "streamable_http", "http":
+		typ = TypeHTTP
+	case "", TypeStdio, TypeSSE, TypeInProcess:
+	default:
+		return fmt.Errorf("type: unknown transport %q (want stdio, http or sse)", sc.Type)
+	}
+	switch {
+	case sc.Command != "" && sc.URL != "":
+		return fmt.Errorf("command and url: give one, not both")
+	case typ == TypeInProcess:
+	case sc.Command == "" && sc.URL == "":
+		return fmt.Errorf("command or url: one is required")
+	case sc.Command != "":
+		if typ != "" && typ != TypeStdio {
+			return fmt.Errorf("type: %q does not go with command (stdio)", sc.Type)
+		}
+		typ = TypeStdio
+	default:
+		if typ == TypeStdio {
+			return fmt.Errorf("type: stdio needs command, not url")
+		}
+		if typ == "" {
+			typ = TypeHTTP
+		}
+		if !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://") {
+			return fmt.Errorf("url: %q is not an http(s) URL", sc.URL)
+		}
+	}
+	if typ == TypeStdio && (len(sc.Headers) > 0) {
+		return fmt.Errorf("headers: only for http and sse servers")
+	}
+	if typ != TypeStdio && (len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "") {
+		return fmt.Errorf("args, env, cwd: only for stdio servers")
+	}
+	sc.Type = typ
+	switch sc.SessionMode {
+	case "":
+		sc.SessionMode = SessionShared
+	case SessionShared, SessionPerJob:
+	default:
+		return fmt.Errorf("sessionMode: %q (want %q or %q)", sc.SessionMode, SessionShared, SessionPerJob)
+	}
+	if sc.MaxConcurrent < 0 {
+		return fmt.Errorf("maxConcurrent: %d is negative", sc.MaxConcurrent)
+	}
+	if sc.CallTimeout < 0 {
+		return fmt.Errorf("callTimeout: %s is negative", time.Duration(sc.CallTimeout))
+	}
+	if err := checkGlobs("allow", sc.Allow); err != nil {
+		return err
+	}
+	if err := checkGlobs("deny", sc.Deny); err != nil {
+		return err
+	}
+	if sc.ProtocolVersion != "" && !legacyProtocol(sc.ProtocolVersion) {
+		return fmt.Errorf("protocolVersion: %q is not a version with the initialize handshake (e.g. 2025-06-18, 2025-11-25)", sc.ProtocolVersion)
+	}
+	return nil
+}
+
+func checkGlobs(field string, globs []string) error {
+	for i, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("%s[%d]: bad glob %q: %w", field, i, g, err)
+		}
+	}
+	return nil
+}
+
+// varRef matches ${VAR} and VS Code's ${env:VAR}.
+var varRef = regexp.MustCompile(`\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expand replaces ${VAR} in every string field; an unset variable is an
+// error naming the field, so a missing secret fails at startup, not at the
+// first call.
+func (sc *ServerConfig) expand(lookup func(string) (string, bool)) error {
+	var firstErr error
+	ex := func(field, s string) string {
+		return varRef.ReplaceAllStringFunc(s, func(m string) string {
+			name := varRef.FindStringSubmatch(m)[2]
+			v, ok := lookup(name)
+			if !ok && firstErr == nil {
+				firstErr = fmt.Errorf("%s: environment variable %s is not set", field, name)
+			}
+			return v
+		})
+	}
+	sc.Command = ex("command", sc.Command)
+	for i := range sc.Args {
+		sc.Args[i] = ex("args["+strconv.Itoa(i)+"]", sc.Args[i])
+	}
+	for _, k := range sortedKeys(sc.Env) {
+		sc.Env[k] = ex("env."+k, sc.Env[k])
+	}
+	sc.Cwd = ex("cwd", sc.Cwd)
+	sc.URL = ex("url", sc.URL)
+	for _, k := range sortedKeys(sc.Headers) {
+		sc.Headers[k] = ex("headers."+k, sc.Headers[k])
+	}
+	return firstErr
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// maxConcurrent is the effective per-session call limit.
+func (sc ServerConfig) maxConcurrent() int {
+	if sc.MaxConcurrent > 0 {
+		return sc.MaxConcurrent
+	}
+	return DefaultMaxConcurrent
+}
+
+// toolAllowed applies the server's allow/deny globs to a tool's own name.
+func (sc ServerConfig) toolAllowed(original string) bool {
+	return globsAllow(sc.Allow, sc.Deny, original)
+}
+
+// globsAllow reports whether any of names matches an allow glob (or allow is
+// empty) and none matches a deny glob.
+func globsAllow(allow, deny []string, names ...string) bool {
+	match := func(globs []string) bool {
+		for _, g := range globs {
+			for _, n := range names {
+				if ok, _ := path.Match(g, n); ok {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if len(allow) > 0 && !match(allow) {
+		return false
+	}
+	return !match(deny)
+}

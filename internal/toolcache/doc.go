@@ -1,0 +1,48 @@
+// Package toolcache is how workers reach MCP tools: a pool of long-lived MCP
+// sessions and one registry of every tool they offer.
+//
+// Configuration is the mcpServers file users already have for Claude
+// Desktop, Cursor or VS Code (see Config): stdio servers {command, args, env,
+// cwd} and remote ones {url, headers, type: "http" | "sse"}, with ${VAR}
+// expanded from the environment, plus per-server options (call timeout,
+// concurrency limit, shared or per-job sessions, allow/deny globs, disabled).
+// Jobs choose servers by name only; a job can never add a command or a URL.
+//
+// The Pool opens one session per server at start and keeps it: calls from
+// every job are multiplexed on it up to MaxConcurrent in flight. A server
+// that fails to start is reported by Status and retried with exponential
+// backoff without holding up the others. A broken session (child exited,
+// EOF, HTTP session expired with 404, failed ping) is replaced in the
+// background; the call that was in flight gets ErrSessionLost, the next call
+// waits for the fresh session. Cancelling a call's context sends
+// notifications/cancelled. Close leaves no child process behind: each child
+// runs in its own process group, which is killed after the graceful stdin
+// close / SIGTERM.
+//
+// Protocol: mcp-go v1.2.1 prefers protocol 2026-07-28, whose first request is
+// a server/discover probe; servers that predate it (including the npm
+// reference servers, 2026.8.31) never answer it, and the client waits 5 s
+// before falling back to initialize. The pool offers 2025-11-25 (the newest
+// version with the initialize handshake) unless a server's config pins
+// another, which every current server answers at once; see
+// docs/BENCHMARKS.md for the measured difference.
+//
+// The Registry is one catalog across servers, read by the agent loop. Each
+// Tool keeps the server's name (Original), the verbatim input schema (for
+// validation) and a normalised copy (Parameters: no $schema, always
+// "type":"object") for providers. Names follow OpenAI's
+// ^[a-zA-Z0-9_-]{1,64}$: invalid characters become '_', long names are cut
+// with a hash suffix, and a name offered by more than one server becomes
+// server__tool for each of them, so the outcome does not depend on which
+// server connected first. notifications/tools/list_changed makes the pool
+// re-read that server's list at once, and a slow timer re-reads all lists;
+// OnChange fires when the catalog actually changed. Registry.Search is BM25
+// over the words of names, descriptions and parameter names.
+//
+// A View is one job's window on the pool: the servers it named, its
+// allow/deny globs, and its own sessions for servers in per-job mode.
+//
+// CountToolTokens counts what a tools array costs (o200k_base, offline), and
+// LoadCatalog reads captured tools/list catalogs for measurements without
+// connecting.
+package toolcache

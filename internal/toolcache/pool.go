@@ -1,0 +1,518 @@
+package toolcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Server states reported by Status.
+const (
+	StateConnecting   = "connecting"
+	StateReady        = "ready"
+	StateReconnecting = "reconnecting"
+	StateFailed       = "failed" // last attempt failed; retrying with backoff
+	StateDisabled     = "disabled"
+	StateClosed       = "closed"
+)
+
+// Option configures a Pool.
+type Option func(*options)
+
+type options struct {
+	logger         *slog.Logger
+	clientInfo     mcp.Implementation
+	healthInterval time.Duration
+	resyncInterval time.Duration
+	connectTimeout time.Duration
+	backoffInitial time.Duration
+	backoffMax     time.Duration
+	inproc         map[string]inprocServer
+	notify         func(server string, n mcp.JSONRPCNotification)
+}
+
+type inprocServer struct {
+	srv *server.MCPServer
+	cfg ServerConfig
+}
+
+// WithLogger sets where connection events go (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithClientInfo sets the clientInfo sent in initialize.
+func WithClientInfo(name, version string) Option {
+	return func(o *options) { o.clientInfo = mcp.Implementation{Name: name, Version: version} }
+}
+
+// WithHealthInterval sets how often each shared session is pinged (default
+// 30s; 0 disables).
+func WithHealthInterval(d time.Duration) Option { return func(o *options) { o.healthInterval = d } }
+
+// WithResyncInterval sets how often tool lists are re-read even without
+// notifications/tools/list_changed (default 5m; 0 disables).
+func WithResyncInterval(d time.Duration) Option { return func(o *options) { o.resyncInterval = d } }
+
+// WithConnectTimeout bounds one connection attempt: spawn or dial,
+// initialize and the first tools/list (default 30s).
+func WithConnectTimeout(d time.Duration) Option { return func(o *options) { o.connectTimeout = d } }
+
+// WithBackoff sets the exponential backoff between failed connection
+// attempts (default 250ms doubling up to 30s, forever).
+func WithBackoff(initial, maxInterval time.Duration) Option {
+	return func(o *options) { o.backoffInitial, o.backoffMax = initial, maxInterval }
+}
+
+// WithInProcessServer adds an mcp-go server running in this process under
+// name, with cfg's per-server options (Type is set to "inprocess").
+func WithInProcessServer(name string, srv *server.MCPServer, cfg ServerConfig) Option {
+	return func(o *options) {
+		if o.inproc == nil {
+			o.inproc = map[string]inprocServer{}
+		}
+		cfg.Type = TypeInProcess
+		o.inproc[name] = inprocServer{srv, cfg}
+	}
+}
+
+// WithNotificationHandler receives every notification servers send (after
+// the pool has handled tools/list_changed). It runs on the transport's read
+// goroutine: it must not block or call back into the pool.
+func WithNotificationHandler(f func(server string, n mcp.JSONRPCNotification)) Option {
+	return func(o *options) { o.notify = f }
+}
+
+// Pool holds one long-lived session per configured server (per-job servers
+// get one for discovery, and one per View for calls), keeps the Registry up
+// to date and reconnects broken sessions.
+type Pool struct {
+	opts     options
+	dialer   *dialer
+	conns    map[string]*serverConn
+	names    []string // enabled servers, sorted
+	disabled map[string]ServerConfig
+	registry *Registry
+
+	ctx    context.Context // ends at Close: stops background loops
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	regMu sync.Mutex // serialises registry rebuilds
+
+	mu     sync.Mutex
+	closed bool
+	views  map[*View]struct{}
+}
+
+// NewPool validates cfg and opens a session to every enabled server
+// concurrently, waiting for each server's first attempt (bounded by ctx and
+// the connect timeout). A server that fails is reported by Status and retried
+// in the background with exponential backoff; it does not stop the others.
+// Only an invalid configuration is an error.
+func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
+	o := options{
+		logger:         slog.Default(),
+		clientInfo:     mcp.Implementation{Name: "jetagent", Version: "0"},
+		healthInterval: 30 * time.Second,
+		resyncInterval: 5 * time.Minute,
+		connectTimeout: 30 * time.Second,
+		backoffInitial: 250 * time.Millisecond,
+		backoffMax:     30 * time.Second,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	all := map[string]ServerConfig{}
+	for name, sc := range cfg.Servers {
+		all[name] = sc
+	}
+	for name, ip := range o.inproc {
+		if _, dup := all[name]; dup {
+			return nil, fmt.Errorf("toolcache: server %q: configured twice (file and in-process)", name)
+		}
+		all[name] = ip.cfg
+	}
+	full := Config{Servers: all}
+	if err := full.Validate(); err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &Pool{
+		opts:     o,
+		conns:    map[string]*serverConn{},
+		disabled: map[string]ServerConfig{},
+		registry: newEmptyRegistry(),
+		ctx:      pctx,
+		cancel:   cancel,
+		views:    map[*View]struct{}{},
+	}
+	p.dialer = &dialer{clientInfo: o.clientInfo, connectTimeout: o.connectTimeout, notify: p.onNotification}
+	for _, name := range sortedKeys(full.Servers) {
+		sc := full.Servers[name]
+		if sc.Disabled {
+			p.disabled[name] = sc
+			continue
+		}
+		p.names = append(p.names, name)
+		p.conns[name] = newServerConn(p, name, sc, o.inproc[name].srv)
+	}
+	for _, name := range p.names {
+		c := p.conns[name]
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			c.run()
+		}()
+	}
+	for _, name := range p.names {
+		select {
+		case <-p.conns[name].firstDone:
+		case <-ctx.Done():
+			return p, nil // still connecting; Status says so
+		}
+	}
+	return p, nil
+}
+
+// Registry is the catalog of every enabled server's tools.
+func (p *Pool) Registry() *Registry { return p.registry }
+
+// HasServer reports whether name is configured and not disabled.
+func (p *Pool) HasServer(name string) bool {
+	_, ok := p.conns[name]
+	return ok
+}
+
+// Servers lists the enabled servers, sorted.
+func (p *Pool) Servers() []string { return append([]string(nil), p.names...) }
+
+// ServerStatus describes one configured server.
+type ServerStatus struct {
+	Name        string        `json:"name"`
+	Type        string        `json:"type"`
+	SessionMode string        `json:"sessionMode"`
+	State       string        `json:"state"`
+	Error       string        `json:"error,omitempty"`
+	Since       time.Time     `json:"since"`
+	Tools       int           `json:"tools"`
+	Connects    int           `json:"connects"` // successful connections so far
+	ConnectTime time.Duration `json:"connectTime,omitempty"`
+	PID         int           `json:"pid,omitempty"` // of the shared session's child process
+	Protocol    string        `json:"protocol,omitempty"`
+	ServerName  string        `json:"serverName,omitempty"`
+	ServerVer   string        `json:"serverVersion,omitempty"`
+}
+
+// Status reports every configured server, sorted by name.
+func (p *Pool) Status() []ServerStatus {
+	var out []ServerStatus
+	for _, name := range p.names {
+		out = append(out, p.conns[name].status())
+	}
+	for name, sc := range p.disabled {
+		out = append(out, ServerStatus{Name: name, Type: sc.Type, SessionMode: sc.SessionMode, State: StateDisabled})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Close ends every session (shared and per-job) and waits for the child
+// processes to exit. The pool cannot be used afterwards.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	views := make([]*View, 0, len(p.views))
+	for v := range p.views {
+		views = append(views, v)
+	}
+	p.mu.Unlock()
+	p.cancel()
+	p.wg.Wait() // the run loops close their own sessions on the way out
+	var errs []error
+	for _, v := range views {
+		errs = append(errs, v.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// onNotification routes server notifications: tools/list_changed schedules
+// a resync of that server (never a request here: this is the transport's
+// read goroutine, which must keep reading for the answer to arrive).
+func (p *Pool) onNotification(name string, s *session, n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+		if c := p.conns[name]; c != nil {
+			c.requestResync()
+		}
+	}
+	if p.opts.notify != nil {
+		p.opts.notify(name, n)
+	}
+}
+
+// rebuild recomputes the registry from every server's current tool list.
+func (p *Pool) rebuild() {
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	var all []Tool
+	for _, name := range p.names {
+		all = append(all, p.conns[name].currentTools()...)
+	}
+	assignNames(all)
+	p.registry.replace(all)
+}
+
+// serverConn is the pool's state for one enabled server. Its run loop is the
+// only goroutine that connects, resyncs and replaces the shared session.
+type serverConn struct {
+	p      *Pool
+	name   string
+	cfg    ServerConfig
+	inproc *server.MCPServer
+
+	firstDone chan struct{}
+	resync    chan struct{} // buffered 1: coalesces list_changed bursts
+
+	mu       sync.Mutex
+	sess     *session      // current shared session; nil while (re)connecting
+	ready    chan struct{} // closed when sess is set; replaced when it dies
+	state    string
+	lastErr  error
+	since    time.Time
+	connects int
+	tools    []Tool // allowed tools, Name == Original until rebuild names them
+	hasTools bool
+}
+
+func newServerConn(p *Pool, name string, cfg ServerConfig, inproc *server.MCPServer) *serverConn {
+	return &serverConn{
+		p: p, name: name, cfg: cfg, inproc: inproc,
+		firstDone: make(chan struct{}),
+		resync:    make(chan struct{}, 1),
+		ready:     make(chan struct{}),
+		state:     StateConnecting,
+		since:     time.Now(),
+	}
+}
+
+func (c *serverConn) requestResync() {
+	select {
+	case c.resync <- struct{}{}:
+	default:
+	}
+}
+
+func (c *serverConn) currentTools() []Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Tool(nil), c.tools...)
+}
+
+func (c *serverConn) status() ServerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := ServerStatus{
+		Name: c.name, Type: c.cfg.Type, SessionMode: c.cfg.SessionMode,
+		State: c.state, Since: c.since, Tools: len(c.tools), Connects: c.connects,
+	}
+	if c.lastErr != nil && c.state != StateReady {
+		st.Error = c.lastErr.Error()
+	}
+	if s := c.sess; s != nil {
+		st.PID, st.ConnectTime, st.Protocol = s.pid, s.connectTime, s.protocol
+		st.ServerName, st.ServerVer = s.info.Name, s.info.Version
+	}
+	return st
+}
+
+func (c *serverConn) setState(state string, err error) {
+	c.mu.Lock()
+	c.state, c.lastErr, c.since = state, err, time.Now()
+	c.mu.Unlock()
+}
+
+// run connects, then serves resync and health ticks until the pool closes,
+// reconnecting with backoff whenever the session dies.
+func (c *serverConn) run() {
+	log := c.p.opts.logger.With("mcp_server", c.name)
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = c.p.opts.backoffInitial
+	bo.MaxInterval = c.p.opts.backoffMax
+	bo.MaxElapsedTime = 0
+	var health, resync <-chan time.Time
+	if d := c.p.opts.healthInterval; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		health = t.C
+	}
+	if d := c.p.opts.resyncInterval; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		resync = t.C
+	}
+	first := true
+	var sess *session
+	defer func() {
+		if sess != nil {
+			_ = sess.close()
+		}
+		c.mu.Lock()
+		c.sess, c.state, c.since = nil, StateClosed, time.Now()
+		c.mu.Unlock()
+		if first {
+			close(c.firstDone)
+		}
+	}()
+	for {
+		if sess == nil {
+			s, err := c.connect(c.p.ctx)
+			if first {
+				first = false
+				close(c.firstDone)
+			}
+			if err != nil {
+				if c.p.ctx.Err() != nil {
+					return
+				}
+				c.setState(StateFailed, err)
+				wait := bo.NextBackOff()
+				log.Warn("MCP server connection failed", "err", err, "retry_in", wait)
+				select {
+				case <-time.After(wait):
+					c.setState(StateReconnecting, err)
+					continue
+				case <-c.p.ctx.Done():
+					return
+				}
+			}
+			bo.Reset()
+			sess = s
+			log.Debug("MCP server connected", "connect_time", s.connectTime, "protocol", s.protocol, "pid", s.pid)
+		}
+		select {
+		case <-c.p.ctx.Done():
+			return
+		case <-sess.dead:
+			log.Warn("MCP session lost; reconnecting", "err", sess.deadErr)
+			_ = sess.close()
+			sess = nil
+		case <-c.resync:
+			c.syncTools(sess, log)
+		case <-resync:
+			c.syncTools(sess, log)
+		case <-health:
+			ctx, cancel := context.WithTimeout(c.p.ctx, 10*time.Second)
+			err := sess.ping(ctx)
+			cancel()
+			if err != nil && c.p.ctx.Err() == nil {
+				// A server that does not answer ping in time is as good as gone.
+				sess.markDead(fmt.Errorf("health check: %w", err))
+			}
+		}
+	}
+}
+
+// connect opens the shared session, reads its tools and publishes both.
+func (c *serverConn) connect(ctx context.Context) (*session, error) {
+	start := time.Now()
+	s, err := c.p.dialer.dial(ctx, c.name, c.cfg, c.inproc)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, c.p.opts.connectTimeout)
+	tools, err := s.listTools(lctx)
+	cancel()
+	if err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	s.connectTime = time.Since(start) // spawn/dial + initialize + tools/list
+	s.onDead = c.sessionDied
+	c.mu.Lock()
+	c.sess = s
+	c.state, c.lastErr, c.since = StateReady, nil, time.Now()
+	c.connects++
+	close(c.ready)
+	c.mu.Unlock()
+	c.setTools(tools)
+	// A list_changed that arrived during the handshake was for a list we may
+	// not have seen; a resync is cheap.
+	return s, nil
+}
+
+// sessionDied unpublishes s at once, so calls wait for the next session
+// instead of using a dead one. The run loop does the rest.
+func (c *serverConn) sessionDied(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == s {
+		c.sess = nil
+		c.ready = make(chan struct{})
+		c.state, c.lastErr, c.since = StateReconnecting, s.deadErr, time.Now()
+	}
+}
+
+func (c *serverConn) syncTools(s *session, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(c.p.ctx, c.p.opts.connectTimeout)
+	defer cancel()
+	tools, err := s.listTools(ctx)
+	if err != nil {
+		log.Warn("MCP tools/list failed", "err", err)
+		return
+	}
+	c.setTools(tools)
+}
+
+// setTools publishes a new tool list; the registry is rebuilt (and OnChange
+// fired) only when something changed.
+func (c *serverConn) setTools(tools []Tool) {
+	c.mu.Lock()
+	same := c.hasTools && reflect.DeepEqual(c.tools, tools)
+	c.tools, c.hasTools = tools, true
+	c.mu.Unlock()
+	if !same {
+		c.p.rebuild()
+	}
+}
+
+// acquire returns the live shared session, waiting while one is being
+// (re)connected; it fails fast while the server is failing.
+func (c *serverConn) acquire(ctx context.Context) (*session, error) {
+	for {
+		c.mu.Lock()
+		s, ready, state, lastErr := c.sess, c.ready, c.state, c.lastErr
+		c.mu.Unlock()
+		switch {
+		case s != nil:
+			return s, nil
+		case state == StateClosed:
+			return nil, ErrClosed
+		case state == StateFailed:
+			return nil, fmt.Errorf("%w: server %q: %v", ErrServerUnavailable, c.name, lastErr)
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("toolcache: server %q: waiting for a session (%s): %w", c.name, state, ctx.Err())
+		case <-c.p.ctx.Done():
+			return nil, ErrClosed
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package toolcache
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Registry is one catalog of tools across servers. It is safe for concurrent
+// use; readers see a consistent snapshot while the pool swaps in a new one
+// after a server's tool list changes.
+type Registry struct {
+	snap atomic.Pointer[snapshot]
+
+	mu        sync.Mutex
+	listeners []func()
+}
+
+// snapshot is an immutable tool list, sorted by Name, with its search index
+// built on first use.
+type snapshot struct {
+	tools  []Tool
+	byName map[string]int
+
+	indexOnce sync.Once
+	index     *searchIndex
+}
+
+func newSnapshot(tools []Tool) *snapshot {
+	sorted := append([]Tool(nil), tools...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	s := &snapshot{tools: sorted, byName: make(map[string]int, len(sorted))}
+	for i, t := range sorted {
+		s.byName[t.Name] = i
+	}
+	return s
+}
+
+func (s *snapshot) searchIndex() *searchIndex {
+	s.indexOnce.Do(func() { s.index = buildSearchIndex(s.tools) })
+	return s.index
+}
+
+// NewRegistry builds a registry from tool lists without connecting to
+// anything (e.g. from LoadCatalog), naming the tools as the pool would:
+// server-qualified on clashes, fitted to ^[a-zA-Z0-9_-]{1,64}$. Each tool's
+// Server and Original must be set; Name is recomputed.
+func NewRegistry(lists ...[]Tool) *Registry {
+	var all []Tool
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	all = append([]Tool(nil), all...)
+	for i := range all {
+		if all[i].Original == "" {
+			all[i].Original = all[i].Name
+		}
+	}
+	assignNames(all)
+	r := &Registry{}
+	r.snap.Store(newSnapshot(all))
+	return r
+}
+
+// newEmptyRegistry is the pool's registry before any server has answered.
+func newEmptyRegistry() *Registry {
+	r := &Registry{}
+	r.snap.Store(newSnapshot(nil))
+	return r
+}
+
+// replace swaps in a new snapshot of already-named tools and tells the
+// listeners.
+func (r *Registry) replace(tools []Tool) {
+	r.snap.Store(newSnapshot(tools))
+	r.mu.Lock()
+	ls := append([]func(){}, r.listeners...)
+	r.mu.Unlock()
+	for _, f := range ls {
+		f()
+	}
+}
+
+func (r *Registry) current() *snapshot { return r.snap.Load() }
+
+// Count is the number of tools.
+func (r *Registry) Count() int { return len(r.current().tools) }
+
+// Names lists the tool names, sorted.
+func (r *Registry) Names() []string {
+	s := r.current()
+	names := make([]string, len(s.tools))
+	for i, t := range s.tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// Has reports whether a tool of that (model-facing) name exists.
+func (r *Registry) Has(name string) bool {
+	_, ok := r.current().byName[name]
+	return ok
+}
+
+// Get returns the tool of that (model-facing) name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	s := r.current()
+	i, ok := s.byName[name]
+	if !ok {
+		return Tool{}, false
+	}
+	return s.tools[i], true
+}
+
+// List returns every tool, sorted by name. The slice is the caller's.
+func (r *Registry) List() []Tool {
+	return append([]Tool(nil), r.current().tools...)
+}
+
+// Search ranks tools for a free-text query with BM25 over the words of the
+// name (split on _, -, camelCase), the description and the parameter names.
+// At most limit tools are returned (limit <= 0: 10); none when nothing matches.
+func (r *Registry) Search(query string, limit int) []Tool {
+	s := r.current()
+	return s.searchIndex().search(s.tools, query, limit)
+}
+
+// OnChange registers f to be called after every change of the catalog (a
+// server connected, reconnected or announced notifications/tools/list_changed
+// and its list was read again). f runs on the pool's goroutine: keep it short.
+func (r *Registry) OnChange(f func()) {
+	r.mu.Lock()
+	r.listeners = append(r.listeners, f)
+	r.mu.Unlock()
+}

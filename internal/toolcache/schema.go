@@ -1,0 +1,139 @@
+package toolcache
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// rawTool is one entry of a tools/list result, decoded without losing the
+// schemas (mcp-go's mcp.Tool keeps only part of an input schema).
+type rawTool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Annotations  *struct {
+		Title string `json:"title"`
+		Annotations
+	} `json:"annotations"`
+}
+
+// toolFromRaw converts a server's tool definition into a registry Tool owned
+// by server. Name is left equal to the original; assignNames finalises it.
+func toolFromRaw(server string, data json.RawMessage) (Tool, error) {
+	var rt rawTool
+	if err := json.Unmarshal(data, &rt); err != nil {
+		return Tool{}, fmt.Errorf("tool definition: %w", err)
+	}
+	if rt.Name == "" {
+		return Tool{}, fmt.Errorf("tool definition without a name")
+	}
+	t := Tool{
+		Name:        rt.Name,
+		Original:    rt.Name,
+		Server:      server,
+		Title:       rt.Title,
+		Description: rt.Description,
+	}
+	if rt.Annotations != nil {
+		t.Annotations = rt.Annotations.Annotations
+		if t.Title == "" {
+			t.Title = rt.Annotations.Title
+		}
+	}
+	if isNull(rt.InputSchema) {
+		t.InputSchema = json.RawMessage(`{"type":"object"}`)
+	} else {
+		t.InputSchema = compact(rt.InputSchema)
+	}
+	params, err := NormalizeSchema(t.InputSchema)
+	if err != nil {
+		return Tool{}, fmt.Errorf("tool %q: inputSchema: %w", rt.Name, err)
+	}
+	t.Parameters = params
+	if !isNull(rt.OutputSchema) {
+		t.OutputSchema = compact(rt.OutputSchema)
+	}
+	return t, nil
+}
+
+func isNull(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || bytes.Equal(b, []byte("null"))
+}
+
+func compact(b json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return b
+	}
+	return buf.Bytes()
+}
+
+// NormalizeSchema prepares a tool's input schema for model providers: the
+// top-level "$schema" is dropped (some providers reject it), "type":"object"
+// is added when missing, and null or empty becomes {"type":"object"}. Key
+// order of the rest is kept, so the token count stays that of the original.
+func NormalizeSchema(schema json.RawMessage) (json.RawMessage, error) {
+	if isNull(schema) {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("schema is not a JSON object")
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	n := 0
+	hasType := false
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key := kt.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		if key == "$schema" {
+			continue
+		}
+		if key == "type" {
+			hasType = true
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		kb, _ := json.Marshal(key)
+		out.Write(kb)
+		out.WriteByte(':')
+		if err := json.Compact(&out, val); err != nil {
+			return nil, err
+		}
+		n++
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if !hasType {
+		// Prepend, so the normalised schema reads like a hand-written one.
+		body := out.Bytes()[1:]
+		var b bytes.Buffer
+		b.WriteString(`{"type":"object"`)
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(body)
+		b.WriteByte('}')
+		return b.Bytes(), nil
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}

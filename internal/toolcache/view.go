@@ -1,0 +1,268 @@
+package toolcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// View is what one job sees of the pool: the tools of the servers it named,
+// filtered by its allow/deny globs, and its own sessions for per-job servers.
+// Close it when the job ends.
+type View struct {
+	p       *Pool
+	jobID   string
+	servers map[string]bool // nil: all
+	allow   []string
+	deny    []string
+
+	mu       sync.Mutex
+	closed   bool
+	perJob   map[string]*jobSession
+	lastSnap *snapshot
+	reg      *Registry
+}
+
+// jobSession is a View's own session to a per-job server.
+type jobSession struct {
+	mu sync.Mutex // held while connecting, so concurrent first calls share one
+	s  *session
+}
+
+// View returns the view for one job. servers are names from the operator's
+// config (nil: every enabled server); a name that is not configured or is
+// disabled is ErrUnknownServer. allow/deny are globs over tool names (the
+// model-facing Name or the server's Original).
+func (p *Pool) View(jobID string, servers []string, allow, deny []string) (*View, error) {
+	if err := checkGlobs("allow", allow); err != nil {
+		return nil, fmt.Errorf("toolcache: job %s: %w", jobID, err)
+	}
+	if err := checkGlobs("deny", deny); err != nil {
+		return nil, fmt.Errorf("toolcache: job %s: %w", jobID, err)
+	}
+	v := &View{p: p, jobID: jobID, allow: allow, deny: deny, perJob: map[string]*jobSession{}}
+	if servers != nil {
+		v.servers = map[string]bool{}
+		for _, name := range servers {
+			if _, off := p.disabled[name]; off {
+				return nil, fmt.Errorf("%w: %q is disabled", ErrUnknownServer, name)
+			}
+			if !p.HasServer(name) {
+				return nil, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+			}
+			v.servers[name] = true
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	p.views[v] = struct{}{}
+	return v, nil
+}
+
+// Registry is the view's catalog: the pool's tools (same names) that this
+// job may use. It is rebuilt when the pool's catalog changes.
+func (v *View) Registry() *Registry {
+	snap := v.p.registry.current()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.reg != nil && v.lastSnap == snap {
+		return v.reg
+	}
+	var tools []Tool
+	for _, t := range snap.tools {
+		if v.servers != nil && !v.servers[t.Server] {
+			continue
+		}
+		if !globsAllow(v.allow, v.deny, t.Name, t.Original) {
+			continue
+		}
+		tools = append(tools, t)
+	}
+	r := &Registry{}
+	r.snap.Store(newSnapshot(tools))
+	v.reg, v.lastSnap = r, snap
+	return r
+}
+
+// Tools lists the view's tools, sorted by name.
+func (v *View) Tools() []Tool { return v.Registry().List() }
+
+// Get returns one of the view's tools by name.
+func (v *View) Get(name string) (Tool, bool) { return v.Registry().Get(name) }
+
+// Search ranks the view's tools for a query (see Registry.Search).
+func (v *View) Search(query string, limit int) []Tool { return v.Registry().Search(query, limit) }
+
+// CallTool calls a tool by its registry name. Cancelling ctx abandons the
+// call and sends notifications/cancelled to the server. A call in flight when
+// the session breaks fails with ErrSessionLost; the next call waits for the
+// reconnected session.
+func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
+	t, ok := v.Get(name)
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	c := v.p.conns[t.Server]
+	if d := time.Duration(c.cfg.CallTimeout); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	s, err := v.session(ctx, c)
+	if err != nil {
+		return Result{}, fmt.Errorf("toolcache: call %s: %w", name, err)
+	}
+	return s.callTool(ctx, t.Original, args)
+}
+
+// session returns the session a call to c's server goes through.
+func (v *View) session(ctx context.Context, c *serverConn) (*session, error) {
+	if c.cfg.SessionMode != SessionPerJob {
+		return c.acquire(ctx)
+	}
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		return nil, ErrClosed
+	}
+	js := v.perJob[c.name]
+	if js == nil {
+		js = &jobSession{}
+		v.perJob[c.name] = js
+	}
+	v.mu.Unlock()
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.s != nil && !js.s.isDead() {
+		return js.s, nil
+	}
+	if js.s != nil {
+		_ = js.s.close()
+		js.s = nil
+	}
+	s, err := v.p.dialer.dial(ctx, c.name, c.cfg, c.inproc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server %q (per-job session): %w", ErrServerUnavailable, c.name, err)
+	}
+	v.mu.Lock()
+	closed := v.closed
+	v.mu.Unlock()
+	if closed {
+		_ = s.close()
+		return nil, ErrClosed
+	}
+	js.s = s
+	return s, nil
+}
+
+// ListResources lists the resources and resource templates of the view's
+// servers. A server that fails is skipped when others answer.
+func (v *View) ListResources(ctx context.Context) ([]Resource, error) {
+	var out []Resource
+	var errs []error
+	for _, name := range v.serverNames() {
+		s, err := v.session(ctx, v.p.conns[name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rs, err := s.listResources(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, rs...)
+	}
+	if len(out) == 0 && len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// ReadResource reads a resource by URI or by its listed name. A URI that no
+// server lists (e.g. one built from a template) is tried on each server with
+// resources until one answers.
+func (v *View) ReadResource(ctx context.Context, uriOrName string) (string, error) {
+	listed, err := v.ListResources(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range listed {
+		if r.URI != "" && (r.URI == uriOrName || r.Name == uriOrName) {
+			s, err := v.session(ctx, v.p.conns[r.Server])
+			if err != nil {
+				return "", err
+			}
+			return s.readResource(ctx, r.URI)
+		}
+	}
+	var errs []error
+	for _, name := range v.serverNames() {
+		s, err := v.session(ctx, v.p.conns[name])
+		if err != nil || s.caps.Resources == nil {
+			continue
+		}
+		text, err := s.readResource(ctx, uriOrName)
+		if err == nil {
+			return text, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return "", fmt.Errorf("toolcache: no server in this job has resource %q", uriOrName)
+	}
+	return "", errors.Join(errs...)
+}
+
+func (v *View) serverNames() []string {
+	var out []string
+	for _, name := range v.p.names {
+		if v.servers == nil || v.servers[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Close releases the view's per-job sessions. Shared sessions stay open.
+func (v *View) Close() error {
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		return nil
+	}
+	v.closed = true
+	sessions := v.perJob
+	v.perJob = nil
+	v.mu.Unlock()
+	v.p.mu.Lock()
+	delete(v.p.views, v)
+	v.p.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, 0, len(sessions))
+	var emu sync.Mutex
+	for _, js := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			js.mu.Lock()
+			defer js.mu.Unlock()
+			if js.s != nil {
+				if err := js.s.close(); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					emu.Unlock()
+				}
+				js.s = nil
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
