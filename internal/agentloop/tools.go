@@ -7,8 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tiktoken-go/tokenizer"
-
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -148,34 +146,30 @@ func OneLine(desc string) string {
 	return line
 }
 
-// wireTool is the OpenAI form of one tools-array element: what is counted.
-type wireTool struct {
-	Type     string   `json:"type"`
-	Function llm.Tool `json:"function"`
-}
-
-// ToolTokens counts the o200k_base tokens of tools as an OpenAI "tools"
-// parameter (compact JSON). The loop reports it in llm.request events and
-// Usage; the tokens command prints it.
+// ToolTokens counts the o200k_base tokens of tools exactly as the llm
+// client sends them (the "tools" JSON array, built with llm.ToolJSON). The
+// loop reports it in llm.request events and Usage; the tokens command
+// prints it.
 func ToolTokens(tools []llm.Tool) (int, error) {
 	if len(tools) == 0 {
 		return 0, nil
 	}
-	w := make([]wireTool, len(tools))
+	var b bytes.Buffer
+	b.WriteByte('[')
 	for i, t := range tools {
-		w[i] = wireTool{Type: "function", Function: t}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		j, err := llm.ToolJSON(t)
+		if err != nil {
+			return 0, fmt.Errorf("agentloop: encoding tools: %w", err)
+		}
+		b.Write(j)
 	}
-	b, err := json.Marshal(w)
+	b.WriteByte(']')
+	n, err := toolcache.CountTokens(b.String())
 	if err != nil {
-		return 0, fmt.Errorf("agentloop: encoding tools: %w", err)
-	}
-	codec, err := tokenizer.Get(tokenizer.O200kBase)
-	if err != nil {
-		return 0, fmt.Errorf("agentloop: tokenizer: %w", err)
-	}
-	n, err := codec.Count(string(b))
-	if err != nil {
-		return 0, fmt.Errorf("agentloop: counting tokens: %w", err)
+		return 0, fmt.Errorf("agentloop: %w", err)
 	}
 	return n, nil
 }
