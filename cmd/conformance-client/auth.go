@@ -128,6 +128,8 @@ func authorizedToolCall(ctx context.Context, e *env) error {
 		if cfg, err = authorize(ctx, e, httpc, store, creds, challenge); err != nil {
 			return fmt.Errorf("authorize: %w", err)
 		}
+		// A step-up reuses the registration.
+		creds = preRegistered{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret}
 	}
 }
 

@@ -56,11 +56,9 @@ func connect(ctx context.Context, e *env, topts []transport.StreamableHTTPCOptio
 func initialize(ctx context.Context, c *client.Client) error {
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = clientInfo
-	res, err := c.Initialize(ctx, req)
-	if err != nil {
+	if _, err := c.Initialize(ctx, req); err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
-	_ = res
 	return nil
 }
 
