@@ -1,0 +1,264 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+)
+
+// Client submits and follows jobs: what the submit CLI is made of. It only
+// binds to assets a worker created.
+type Client struct {
+	nc     *nats.Conn
+	names  Names
+	v      *Validator
+	topo   *Topology
+	states *stateStore
+}
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Prefix of the wire contract ("" means DefaultPrefix).
+	Prefix string
+	// MaxJobBytes is the size limit checked before publishing (should
+	// match the workers'; default DefaultMaxJobBytes).
+	MaxJobBytes int
+}
+
+// NewClient binds to the deployment's streams and buckets.
+func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, error) {
+	names, err := NewNames(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	v, err := NewValidator(cfg.MaxJobBytes)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	topo, err := OpenTopology(ctx, js, names)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{nc: nc, names: names, v: v, topo: topo, states: newStateStore(topo.State)}, nil
+}
+
+// Names is the deployment's naming.
+func (c *Client) Names() Names { return c.names }
+
+// Receipt tells what Submit did.
+type Receipt struct {
+	ID    string `json:"id"`
+	Queue string `json:"queue"`
+	// Seq is the job's sequence in the jobs stream (0 when not published).
+	Seq uint64 `json:"seq,omitempty"`
+	// Duplicate: the id was submitted before (within the duplicate window,
+	// or it already has a final state), so nothing new was queued.
+	Duplicate bool `json:"duplicate"`
+	// State is the job's state after submitting.
+	State *State `json:"state,omitempty"`
+}
+
+// SubmitRaw validates a job payload exactly as a worker would and submits it.
+func (c *Client) SubmitRaw(ctx context.Context, data []byte) (*Receipt, error) {
+	j, err := c.v.DecodeJob(data)
+	if err != nil {
+		return nil, err
+	}
+	return c.Submit(ctx, j)
+}
+
+// Submit gives the job an id (a ULID) when it has none, validates it,
+// records it as queued and publishes it on agent.jobs.<queue> with
+// Nats-Msg-Id = id. Submitting an id again is safe: within the duplicate
+// window the stream drops the copy, and an id whose state is final is not
+// published at all; both come back with Duplicate set.
+func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
+	j := *job
+	if j.ID == "" {
+		j.ID = ulid.Make().String()
+	}
+	if j.Queue == "" {
+		j.Queue = DefaultQueue
+	}
+	data, err := json.Marshal(&j)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.v.DecodeJob(data); err != nil {
+		return nil, err
+	}
+	created := false
+	now := time.Now().UTC()
+	st, err := c.states.update(ctx, j.ID, func(cur *State) (*State, error) {
+		if cur != nil {
+			return nil, nil
+		}
+		created = true
+		return &State{ID: j.ID, Queue: j.Queue, Status: StatusQueued, Task: summary(j.Task), CreatedAt: now}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &Receipt{ID: j.ID, Queue: j.Queue, State: st}
+	if !created && st.Status.Terminal() {
+		r.Duplicate = true
+		return r, nil
+	}
+	m := nats.NewMsg(c.names.JobsSubject(j.Queue))
+	m.Data = data
+	ack, err := c.topo.JS.PublishMsg(ctx, m, jetstream.WithMsgID(j.ID))
+	if err != nil {
+		return nil, fmt.Errorf("publish job %s: %w", j.ID, err)
+	}
+	r.Seq, r.Duplicate = ack.Sequence, ack.Duplicate || !created
+	return r, nil
+}
+
+// Status returns the job's state, or ErrNotFound.
+func (c *Client) Status(ctx context.Context, id string) (*State, error) {
+	st, _, err := c.states.get(ctx, id)
+	return st, err
+}
+
+// Wait returns the job's state once it is final.
+func (c *Client) Wait(ctx context.Context, id string) (*State, error) {
+	return c.states.wait(ctx, id, func(s *State) bool { return s.Status.Terminal() })
+}
+
+// terminalEventGrace is how long Watch waits for the terminal event after
+// the state turned final (the worker writes the state first).
+const terminalEventGrace = 2 * time.Second
+
+// Watch calls fn for each event of the job, from its first, and returns the
+// final state once the job ends. fn runs on Watch's goroutine.
+func (c *Client) Watch(ctx context.Context, id string, fn func(Event)) (*State, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cons, err := c.topo.Events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{c.names.EventsFilter(id)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch events of %s: %w", id, err)
+	}
+	evs := make(chan Event, 64)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		var ev Event
+		if json.Unmarshal(m.Data(), &ev) != nil {
+			return
+		}
+		select {
+		case evs <- ev:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch events of %s: %w", id, err)
+	}
+	defer cc.Stop()
+	final := make(chan *State, 1)
+	go func() {
+		if st, err := c.Wait(ctx, id); err == nil {
+			final <- st
+		}
+	}()
+	var st *State
+	var grace <-chan time.Time
+	for {
+		select {
+		case ev := <-evs:
+			fn(ev)
+			if TerminalEvent(ev.Type) {
+				return c.Status(ctx, id)
+			}
+		case st = <-final:
+			grace = time.After(terminalEventGrace)
+		case <-grace:
+			return st, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Transcript returns the stored transcript object of a job: the reflected
+// one, or the raw one (what the model saw) when raw is set.
+func (c *Client) Transcript(ctx context.Context, id string, raw bool) ([]byte, error) {
+	name := TranscriptName(id)
+	if raw {
+		name = RawTranscriptName(id)
+	}
+	b, err := c.topo.Transcripts.GetBytes(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("%w: no transcript %s", ErrNotFound, name)
+	}
+	return b, err
+}
+
+// cancelRequestTimeout bounds waiting for a worker to confirm a cancel.
+const cancelRequestTimeout = 2 * time.Second
+
+// Cancel stops a job. A queued job becomes cancelled at once (a worker that
+// later takes its message acks it without running it). A running job gets
+// cancel_requested in its state and a request on agent.cancel.<id>, which
+// the worker running it answers by cancelling the job's context; Cancel
+// then waits, within ctx, for the final state. A final job is returned as is.
+func (c *Client) Cancel(ctx context.Context, id string) (*State, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%w: %q is not a job id", ErrNotFound, id)
+	}
+	now := time.Now().UTC()
+	var was Status
+	st, err := c.states.update(ctx, id, func(cur *State) (*State, error) {
+		if cur == nil {
+			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		was = cur.Status
+		switch {
+		case cur.Status.Terminal():
+			return nil, nil
+		case cur.Status == StatusQueued:
+			why := "cancelled on request before it ran"
+			cur.Status, cur.Error, cur.FinishedAt = StatusCancelled, why, now
+			cur.Result = &Result{ID: id, Queue: cur.Queue, Status: StatusCancelled, Error: why}
+		default: // running: the worker settles it
+			cur.CancelRequested = true
+		}
+		return cur, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case was.Terminal():
+		return st, nil
+	case st.Status == StatusCancelled:
+		err := publishEvent(ctx, c.topo.JS, c.names, Event{JobID: id, Type: EventCancelled, Data: mustJSON(st.Result)})
+		return st, err
+	}
+	if _, err := c.nc.Request(c.names.CancelSubject(id), nil, cancelRequestTimeout); err != nil &&
+		!errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout) {
+		return nil, fmt.Errorf("cancel %s: %w", id, err)
+	}
+	// With no reply, the job is between workers: the next attempt sees
+	// cancel_requested and ends it without running.
+	return c.Wait(ctx, id)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,81 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// NATSConfig is how to reach NATS. Its envconfig tags are the variables the
+// nats CLI also reads, processed without a prefix; URL "" means "use the
+// embedded server" to the worker and the local default to the submit CLI.
+type NATSConfig struct {
+	URL      string `envconfig:"NATS_URL" desc:"NATS server URL(s), comma-separated. Unset: the worker starts an embedded server; submit connects to nats://127.0.0.1:4222"`
+	User     string `envconfig:"NATS_USER" desc:"NATS user name"`
+	Password string `envconfig:"NATS_PASSWORD" desc:"NATS password"`
+	Token    string `envconfig:"NATS_TOKEN" desc:"NATS authentication token"`
+	Creds    string `envconfig:"NATS_CREDS" desc:"path of a NATS credentials (.creds) file"`
+	CA       string `envconfig:"NATS_CA" desc:"path of a PEM CA certificate to verify the server (enables TLS)"`
+	Cert     string `envconfig:"NATS_CERT" desc:"path of a PEM client certificate for mutual TLS (with NATS_KEY)"`
+	Key      string `envconfig:"NATS_KEY" desc:"path of the PEM private key of NATS_CERT"`
+}
+
+// DefaultURL is where clients look when NATS_URL is unset: the embedded
+// server's default listen address.
+const DefaultURL = "nats://127.0.0.1:4222"
+
+// Validate checks combinations that cannot work, naming the variables.
+func (c NATSConfig) Validate() error {
+	switch {
+	case c.Token != "" && (c.User != "" || c.Password != ""):
+		return fmt.Errorf("%w: NATS_TOKEN and NATS_USER/NATS_PASSWORD are exclusive", ErrConfig)
+	case c.Password != "" && c.User == "":
+		return fmt.Errorf("%w: NATS_PASSWORD is set but NATS_USER is not", ErrConfig)
+	case (c.Cert == "") != (c.Key == ""):
+		return fmt.Errorf("%w: NATS_CERT and NATS_KEY must be set together", ErrConfig)
+	}
+	return nil
+}
+
+// Options turns the configuration into nats.go options; name labels the
+// connection in the server's monitoring.
+func (c NATSConfig) Options(name string) []nats.Option {
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1), // a worker outlives NATS restarts
+		nats.ReconnectWait(time.Second),
+	}
+	if c.User != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.Token != "" {
+		opts = append(opts, nats.Token(c.Token))
+	}
+	if c.Creds != "" {
+		opts = append(opts, nats.UserCredentials(c.Creds))
+	}
+	if c.CA != "" {
+		opts = append(opts, nats.RootCAs(c.CA))
+	}
+	if c.Cert != "" {
+		opts = append(opts, nats.ClientCert(c.Cert, c.Key))
+	}
+	return opts
+}
+
+// Connect validates c and connects to c.URL (DefaultURL when empty).
+func (c NATSConfig) Connect(name string, extra ...nats.Option) (*nats.Conn, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	url := c.URL
+	if url == "" {
+		url = DefaultURL
+	}
+	nc, err := nats.Connect(url, append(c.Options(name), extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}

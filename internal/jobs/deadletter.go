@@ -1,0 +1,92 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// maxDeliveriesAdvisory is the part of the server's
+// io.nats.jetstream.advisory.v1.max_deliver advisory the dead-letterer reads.
+type maxDeliveriesAdvisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// deadLetterLoop handles max-deliveries advisories: a job whose deliveries
+// all ended without an ack (workers crashed or lost it) stays in the
+// WorkQueue stream, invisible to consumers; this copies it to the
+// dead-letter stream, marks it dead and deletes it. The advisories are kept
+// in a stream with a shared durable consumer, so exactly one worker handles
+// each, and none is lost while no worker runs.
+func (w *Worker) deadLetterLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		msg, err := w.topo.AdvisoryConsumer.Next(jetstream.FetchMaxWait(w.cfg.FetchWait))
+		if err != nil {
+			if !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+				w.log.Warn("advisory fetch failed", "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(w.cfg.FetchWait):
+				}
+			}
+			continue
+		}
+		if err := w.onMaxDeliveries(msg); err != nil {
+			w.log.Error("dead-lettering after max deliveries failed; will retry", "err", err)
+			_ = msg.NakWithDelay(w.cfg.RetryDelay)
+			continue
+		}
+		_ = msg.Ack()
+	}
+}
+
+func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
+	var adv maxDeliveriesAdvisory
+	if err := json.Unmarshal(msg.Data(), &adv); err != nil || adv.StreamSeq == 0 {
+		w.log.Warn("ignoring malformed advisory", "data", string(msg.Data()))
+		return nil
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	raw, err := w.topo.Jobs.GetMsg(ctx, adv.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil // handled already (or acked after all)
+	}
+	if err != nil {
+		return fmt.Errorf("get job %d: %w", adv.StreamSeq, err)
+	}
+	queue := raw.Subject[strings.LastIndexByte(raw.Subject, '.')+1:]
+	id := jobID(raw.Data, raw.Header, adv.StreamSeq)
+	cur, _, err := w.states.get(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if cur == nil || !cur.Status.Terminal() {
+		reason := fmt.Sprintf("max deliveries exhausted: delivered %d times without being acknowledged (consumer %s)",
+			adv.Deliveries, adv.Consumer)
+		if cur != nil && cur.Error != "" {
+			reason += "; last error: " + cur.Error
+		}
+		reason = oneLine(reason)
+		w.log.Warn("job dead-lettered", "job", id, "queue", queue, "reason", reason)
+		if err := w.deadLetter(ctx, queue, id, adv.StreamSeq, raw.Data, raw.Header, reason); err != nil {
+			return err
+		}
+		res := &Result{ID: id, Queue: queue, Status: StatusDead, Error: reason, Attempt: int(adv.Deliveries), Worker: w.cfg.WorkerID}
+		w.markDead(ctx, &runEnv{w: w, jobID: id}, queue, adv.StreamSeq, res)
+		w.cfg.Metrics.rejected(queue)
+	}
+	if err := w.topo.Jobs.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("delete job %d: %w", adv.StreamSeq, err)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Runner runs one attempt of a job. The worker owns everything around it:
+// acks, heartbeats, state, dead letters, transcripts. ctx is cancelled when
+// the job is cancelled, times out or the worker hands it back at shutdown;
+// the worker tells these apart itself, so a Runner just returns ctx's error.
+//
+// A returned error fails the job, unless it is marked with Retryable. A
+// nil error with an Outcome succeeds it.
+type Runner interface {
+	Run(ctx context.Context, job *Job, env RunEnv) (*Outcome, error)
+}
+
+// RunnerFunc adapts a function to Runner.
+type RunnerFunc func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error)
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
+	return f(ctx, job, env)
+}
+
+// RunEnv is what a running job may use of its worker.
+type RunEnv interface {
+	// Attempt is the delivery attempt, 1-based.
+	Attempt() int
+	// WorkerID names the worker running the job.
+	WorkerID() string
+	// Emit publishes an event on agent.events.<job_id>.<type> with
+	// Nats-Msg-Id <job_id>.<attempt>.<seq>. data is marshalled as JSON (nil
+	// omits it); round 0 means "not in a round". Emit is safe for
+	// concurrent use and keeps events in call order. It publishes even
+	// after ctx is cancelled, so a cancelled job's last events are not lost.
+	Emit(ctx context.Context, typ string, round int, data any) error
+	// LoadCheckpoint returns the job's last saved checkpoint, or nil when
+	// there is none (a first attempt).
+	LoadCheckpoint(ctx context.Context) ([]byte, error)
+	// SaveCheckpoint stores data as the job's checkpoint, beside its
+	// transcript, so a redelivered attempt can resume.
+	SaveCheckpoint(ctx context.Context, data []byte) error
+	// Conn is the worker's NATS connection, for client tools (a request
+	// on Names().ClientSubject(job id) that the submitter answers).
+	Conn() *nats.Conn
+	// Names is the deployment's naming.
+	Names() Names
+}
+
+// eventTypeRE keeps types to subject-safe tokens (dots allowed: they add
+// subject levels, which agent.events.<job_id>.> still matches).
+var eventTypeRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// publishTimeout bounds one publish to JetStream.
+const publishTimeout = 10 * time.Second
+
+type runEnv struct {
+	w       *Worker
+	jobID   string
+	attempt int
+
+	mu  sync.Mutex // orders seq with publish
+	seq int
+}
+
+func (e *runEnv) Attempt() int     { return e.attempt }
+func (e *runEnv) WorkerID() string { return e.w.cfg.WorkerID }
+func (e *runEnv) Conn() *nats.Conn { return e.w.cfg.Conn }
+func (e *runEnv) Names() Names     { return e.w.names }
+
+func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) error {
+	var raw json.RawMessage
+	if data != nil {
+		b, err := json.Marshal(data)
+		if err != nil {
+			return fmt.Errorf("event %s: %w", typ, err)
+		}
+		raw = b
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	return e.w.publishEvent(ctx, Event{
+		JobID: e.jobID, Type: typ, Attempt: e.attempt, Seq: e.seq, Round: round,
+		Worker: e.w.cfg.WorkerID, Data: raw,
+	})
+}
+
+func (e *runEnv) LoadCheckpoint(ctx context.Context) ([]byte, error) {
+	b, err := e.w.topo.Transcripts.GetBytes(ctx, CheckpointName(e.jobID))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint of %s: %w", e.jobID, err)
+	}
+	return b, nil
+}
+
+func (e *runEnv) SaveCheckpoint(ctx context.Context, data []byte) error {
+	if _, err := e.w.topo.Transcripts.PutBytes(ctx, CheckpointName(e.jobID), data); err != nil {
+		return fmt.Errorf("save checkpoint of %s: %w", e.jobID, err)
+	}
+	return nil
+}
+
+func (w *Worker) publishEvent(ctx context.Context, ev Event) error {
+	return publishEvent(ctx, w.topo.JS, w.names, ev)
+}
+
+// publishEvent stamps and publishes ev. It detaches from ctx's
+// cancellation (not its values) so terminal events of cancelled jobs go out.
+func publishEvent(ctx context.Context, js jetstream.JetStream, n Names, ev Event) error {
+	if !eventTypeRE.MatchString(ev.Type) {
+		return fmt.Errorf("event type %q is not a subject-safe token", ev.Type)
+	}
+	if ev.Seq == 0 {
+		ev.Seq = 1
+	}
+	ev.Time = time.Now().UTC()
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	m := nats.NewMsg(n.EventSubject(ev.JobID, ev.Type))
+	m.Data = b
+	id := fmt.Sprintf("%s.%d.%d", ev.JobID, ev.Attempt, ev.Seq)
+	if _, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(id)); err != nil {
+		return fmt.Errorf("publish event %s of %s: %w", ev.Type, ev.JobID, err)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// maxCASRetries bounds how often a transition re-reads and retries after
+// losing a compare-and-swap race; contention on one job is at most a few
+// parties (a worker, a canceller, a dead-letterer), so this is never reached
+// in practice.
+const maxCASRetries = 32
+
+// stateStore is the KV bucket of job states. Every write is a
+// compare-and-swap on the key's revision, so concurrent parties (the
+// worker running the job, a canceller, the dead-letterer, a second worker
+// after a redelivery) never overwrite each other's transitions.
+type stateStore struct {
+	kv  jetstream.KeyValue
+	now func() time.Time
+}
+
+func newStateStore(kv jetstream.KeyValue) *stateStore {
+	return &stateStore{kv: kv, now: time.Now}
+}
+
+// get returns the state of id and its revision, or ErrNotFound.
+func (s *stateStore) get(ctx context.Context, id string) (*State, uint64, error) {
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("state of %s: %w", id, err)
+	}
+	var st State
+	if err := json.Unmarshal(e.Value(), &st); err != nil {
+		return nil, 0, fmt.Errorf("state of %s: %w", id, err)
+	}
+	return &st, e.Revision(), nil
+}
+
+// update applies f to the current state of id (nil when there is none)
+// and writes what f returns with compare-and-swap, re-reading and calling
+// f again when another party wrote first. f returning an error aborts with
+// that error; f returning nil, nil leaves the state as it is.
+func (s *stateStore) update(ctx context.Context, id string, f func(cur *State) (*State, error)) (*State, error) {
+	for range maxCASRetries {
+		cur, rev, err := s.get(ctx, id)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		var in *State
+		if cur != nil {
+			c := *cur
+			in = &c
+		}
+		next, err := f(in)
+		if err != nil {
+			return cur, err
+		}
+		if next == nil {
+			return cur, nil
+		}
+		next.ID = id
+		next.UpdatedAt = s.now().UTC()
+		b, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			_, err = s.kv.Create(ctx, id, b)
+		} else {
+			_, err = s.kv.Update(ctx, id, b, rev)
+		}
+		switch {
+		case err == nil:
+			return next, nil
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			continue // lost the race: look again
+		default:
+			return nil, fmt.Errorf("state of %s: %w", id, err)
+		}
+	}
+	return nil, fmt.Errorf("%w: %s: too many concurrent updates", ErrConflict, id)
+}
+
+// wait returns the state of id once until(state) holds, watching the key.
+func (s *stateStore) wait(ctx context.Context, id string, until func(*State) bool) (*State, error) {
+	w, err := s.kv.Watch(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("watch state of %s: %w", id, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("watch state of %s: watcher closed", id)
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue // nil marks the end of the initial values
+			}
+			var st State
+			if err := json.Unmarshal(e.Value(), &st); err != nil {
+				return nil, fmt.Errorf("state of %s: %w", id, err)
+			}
+			if until(&st) {
+				return &st, nil
+			}
+		}
+	}
+}
+
+// summary cuts a task for the state's listing field.
+func summary(task string) string {
+	const n = 200
+	r := []rune(task)
+	if len(r) <= n {
+		return task
+	}
+	return string(r[:n-1]) + "…"
+}

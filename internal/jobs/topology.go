@@ -1,0 +1,311 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Topology defaults.
+const (
+	DefaultDuplicateWindow = time.Hour
+	DefaultEventsMaxAge    = 24 * time.Hour
+	DefaultAdvisoryMaxAge  = 7 * 24 * time.Hour
+	DefaultAckWait         = 30 * time.Second
+	DefaultMaxDeliver      = 5
+	// stateHistory keeps a few revisions per job: enough to see how a job
+	// moved (nats kv history AGENT_STATE <id>) without growing without bound.
+	stateHistory = 10
+)
+
+// ErrTopology: a stream, bucket or consumer exists with settings that
+// cannot be changed in place.
+var ErrTopology = errors.New("jobs: conflicting topology")
+
+// TopologyConfig is the shape of the JetStream assets. Every worker of a
+// deployment should use the same settings; a worker that finds different
+// mutable settings updates them and logs what it changed.
+type TopologyConfig struct {
+	Names Names
+	// Queues gets one durable pull consumer each (default: DefaultQueue).
+	Queues []string
+	// Replicas of every stream and bucket (1 on a single server, 3 on a cluster).
+	Replicas int
+	// DuplicateWindow: a job id published twice within it is queued once.
+	DuplicateWindow time.Duration
+	// EventsMaxAge: how long events are kept.
+	EventsMaxAge time.Duration
+	// DLQMaxAge: how long dead letters are kept (0: until purged).
+	DLQMaxAge time.Duration
+	// AckWait: how long a delivery may go without an ack or heartbeat
+	// before the server redelivers it (a crashed worker's job comes back
+	// after this).
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one job; then it is dead-lettered.
+	MaxDeliver int
+	// BackOff, when set, replaces AckWait for successive redeliveries after
+	// ack timeouts (the server's own backoff); at most MaxDeliver entries.
+	BackOff []time.Duration
+}
+
+func (c *TopologyConfig) setDefaults() error {
+	if len(c.Queues) == 0 {
+		c.Queues = []string{DefaultQueue}
+	}
+	for _, q := range c.Queues {
+		if !ValidQueue(q) {
+			return fmt.Errorf("%w: queue %q must match %s", ErrConfig, q, queueRE)
+		}
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		return fmt.Errorf("%w: replicas must be 1..5 (got %d)", ErrConfig, c.Replicas)
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if c.EventsMaxAge == 0 {
+		c.EventsMaxAge = DefaultEventsMaxAge
+	}
+	if c.AckWait == 0 {
+		c.AckWait = DefaultAckWait
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = DefaultMaxDeliver
+	}
+	switch {
+	case c.DuplicateWindow < 0, c.EventsMaxAge < 0, c.DLQMaxAge < 0:
+		return fmt.Errorf("%w: durations must not be negative", ErrConfig)
+	case c.AckWait < time.Second:
+		return fmt.Errorf("%w: ack wait must be at least 1s (got %s)", ErrConfig, c.AckWait)
+	case c.MaxDeliver < 1:
+		return fmt.Errorf("%w: max deliver must be at least 1 (got %d)", ErrConfig, c.MaxDeliver)
+	case len(c.BackOff) > c.MaxDeliver:
+		return fmt.Errorf("%w: %d backoff steps exceed max deliver %d", ErrConfig, len(c.BackOff), c.MaxDeliver)
+	}
+	for _, d := range c.BackOff {
+		if d < time.Second {
+			return fmt.Errorf("%w: backoff steps must be at least 1s (got %s)", ErrConfig, d)
+		}
+	}
+	return nil
+}
+
+// Topology holds handles on the JetStream assets.
+type Topology struct {
+	JS          jetstream.JetStream
+	Jobs        jetstream.Stream
+	Events      jetstream.Stream
+	DLQ         jetstream.Stream
+	Advisories  jetstream.Stream
+	State       jetstream.KeyValue
+	Transcripts jetstream.ObjectStore
+	// Consumers maps each queue to its shared durable pull consumer.
+	Consumers        map[string]jetstream.Consumer
+	AdvisoryConsumer jetstream.Consumer
+}
+
+// EnsureTopology creates the streams, buckets and consumers, or checks
+// and updates them when they exist. It is idempotent and safe to run from
+// many workers at once. A setting that cannot change in place (retention,
+// storage) fails with ErrTopology naming the asset and both values; a
+// mutable setting that differs is updated and reported through logf.
+func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyConfig, logf func(format string, args ...any)) (*Topology, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	n := cfg.Names
+	t := &Topology{JS: js, Consumers: map[string]jetstream.Consumer{}}
+	var err error
+	streams := []struct {
+		dst *jetstream.Stream
+		cfg jetstream.StreamConfig
+	}{
+		{&t.Jobs, jetstream.StreamConfig{
+			Name: n.JobsStream(), Description: "jetagent jobs, one subject per queue",
+			Subjects: []string{n.JobsSubject("*")}, Retention: jetstream.WorkQueuePolicy,
+			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: cfg.DuplicateWindow,
+		}},
+		{&t.Events, jetstream.StreamConfig{
+			Name: n.EventsStream(), Description: "jetagent job events",
+			Subjects: []string{n.p() + ".events.>"}, Retention: jetstream.LimitsPolicy,
+			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, MaxAge: cfg.EventsMaxAge,
+			Duplicates: min(2*time.Minute, cfg.EventsMaxAge),
+		}},
+		{&t.DLQ, jetstream.StreamConfig{
+			Name: n.DLQStream(), Description: "jetagent dead letters: the original job and a Jetagent-Reason header",
+			Subjects: []string{n.DLQSubject("*")}, Retention: jetstream.LimitsPolicy,
+			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, MaxAge: cfg.DLQMaxAge,
+			Duplicates: 2 * time.Minute,
+		}},
+		{&t.Advisories, jetstream.StreamConfig{
+			Name: n.AdvisoryStream(), Description: "max-deliveries advisories of the jobs stream, for dead-lettering",
+			Subjects: []string{n.AdvisorySubject()}, Retention: jetstream.WorkQueuePolicy,
+			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, MaxAge: DefaultAdvisoryMaxAge,
+		}},
+	}
+	for _, s := range streams {
+		if *s.dst, err = ensureStream(ctx, js, s.cfg, logf); err != nil {
+			return nil, err
+		}
+	}
+	t.State, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: n.StateBucket(), Description: "jetagent job states",
+		History: stateHistory, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: key-value bucket %s: %v", ErrTopology, n.StateBucket(), err)
+	}
+	t.Transcripts, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: n.TranscriptBucket(), Description: "jetagent transcripts and checkpoints",
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: object store %s: %v", ErrTopology, n.TranscriptBucket(), err)
+	}
+	for _, q := range cfg.Queues {
+		c, err := ensureConsumer(ctx, t.Jobs, jetstream.ConsumerConfig{
+			Durable: n.Consumer(q), Description: "jetagent workers of queue " + q,
+			FilterSubject: n.JobsSubject(q), AckPolicy: jetstream.AckExplicitPolicy,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckWait:       cfg.AckWait, MaxDeliver: cfg.MaxDeliver, BackOff: cfg.BackOff,
+		}, logf)
+		if err != nil {
+			return nil, err
+		}
+		t.Consumers[q] = c
+	}
+	t.AdvisoryConsumer, err = ensureConsumer(ctx, t.Advisories, jetstream.ConsumerConfig{
+		Durable: n.AdvisoryConsumer(), Description: "jetagent dead-letterer",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: DefaultAckWait, MaxDeliver: -1,
+	}, logf)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// ensureStream creates want or reconciles an existing stream with it.
+func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, logf func(string, ...any)) (jetstream.Stream, error) {
+	for range 2 { // a second pass covers losing a create race to another worker
+		s, err := js.Stream(ctx, want.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s, err = js.CreateStream(ctx, want)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: create stream %s: %v", ErrTopology, want.Name, err)
+			}
+			return s, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", want.Name, err)
+		}
+		have := s.CachedInfo().Config
+		if have.Retention != want.Retention || have.Storage != want.Storage {
+			return nil, fmt.Errorf("%w: stream %s exists with retention %s and storage %s, want %s and %s; "+
+				"these cannot change in place: remove the stream (nats stream rm %s) or use another prefix",
+				ErrTopology, want.Name, have.Retention, have.Storage, want.Retention, want.Storage, want.Name)
+		}
+		diffs := streamDiffs(have, want)
+		if len(diffs) == 0 {
+			return s, nil
+		}
+		upd := have // keep settings we do not manage (an operator's limits)
+		upd.Subjects, upd.Replicas, upd.Duplicates, upd.MaxAge = want.Subjects, want.Replicas, want.Duplicates, want.MaxAge
+		s, err = js.UpdateStream(ctx, upd)
+		if err != nil {
+			return nil, fmt.Errorf("%w: stream %s has %s; updating it failed: %v",
+				ErrTopology, want.Name, strings.Join(diffs, ", "), err)
+		}
+		logf("updated stream %s: %s", want.Name, strings.Join(diffs, ", "))
+		return s, nil
+	}
+	return nil, fmt.Errorf("%w: stream %s: created and removed concurrently", ErrTopology, want.Name)
+}
+
+func streamDiffs(have, want jetstream.StreamConfig) []string {
+	var d []string
+	if !slices.Equal(have.Subjects, want.Subjects) {
+		d = append(d, fmt.Sprintf("subjects %v (want %v)", have.Subjects, want.Subjects))
+	}
+	if have.Replicas != want.Replicas {
+		d = append(d, fmt.Sprintf("replicas %d (want %d)", have.Replicas, want.Replicas))
+	}
+	if want.Duplicates != 0 && have.Duplicates != want.Duplicates {
+		d = append(d, fmt.Sprintf("duplicate window %s (want %s)", have.Duplicates, want.Duplicates))
+	}
+	if have.MaxAge != want.MaxAge {
+		d = append(d, fmt.Sprintf("max age %s (want %s)", have.MaxAge, want.MaxAge))
+	}
+	return d
+}
+
+// ensureConsumer creates want or updates it, logging changed settings.
+func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, logf func(string, ...any)) (jetstream.Consumer, error) {
+	name := s.CachedInfo().Config.Name + "/" + want.Durable
+	var diffs []string
+	if c, err := s.Consumer(ctx, want.Durable); err == nil {
+		have := c.CachedInfo().Config
+		if have.FilterSubject != want.FilterSubject {
+			diffs = append(diffs, fmt.Sprintf("filter %q (want %q)", have.FilterSubject, want.FilterSubject))
+		}
+		if have.AckWait != want.AckWait && len(want.BackOff) == 0 {
+			diffs = append(diffs, fmt.Sprintf("ack wait %s (want %s)", have.AckWait, want.AckWait))
+		}
+		if have.MaxDeliver != want.MaxDeliver {
+			diffs = append(diffs, fmt.Sprintf("max deliver %d (want %d)", have.MaxDeliver, want.MaxDeliver))
+		}
+		if !slices.Equal(have.BackOff, want.BackOff) {
+			diffs = append(diffs, fmt.Sprintf("backoff %v (want %v)", have.BackOff, want.BackOff))
+		}
+		if len(diffs) == 0 {
+			return c, nil
+		}
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("consumer %s: %w", name, err)
+	}
+	c, err := s.CreateOrUpdateConsumer(ctx, want)
+	if err != nil {
+		if len(diffs) > 0 {
+			return nil, fmt.Errorf("%w: consumer %s has %s; updating it failed: %v", ErrTopology, name, strings.Join(diffs, ", "), err)
+		}
+		return nil, fmt.Errorf("%w: create consumer %s: %v", ErrTopology, name, err)
+	}
+	if len(diffs) > 0 {
+		logf("updated consumer %s: %s", name, strings.Join(diffs, ", "))
+	}
+	return c, nil
+}
+
+// OpenTopology binds to assets a worker created, for clients that must not
+// create or change them (the submit CLI).
+func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topology, error) {
+	t := &Topology{JS: js}
+	hint := "; is a worker running? it creates the streams and buckets at start"
+	var err error
+	if t.Jobs, err = js.Stream(ctx, n.JobsStream()); err != nil {
+		return nil, fmt.Errorf("stream %s: %w%s", n.JobsStream(), err, hint)
+	}
+	if t.Events, err = js.Stream(ctx, n.EventsStream()); err != nil {
+		return nil, fmt.Errorf("stream %s: %w%s", n.EventsStream(), err, hint)
+	}
+	if t.State, err = js.KeyValue(ctx, n.StateBucket()); err != nil {
+		return nil, fmt.Errorf("key-value bucket %s: %w%s", n.StateBucket(), err, hint)
+	}
+	if t.Transcripts, err = js.ObjectStore(ctx, n.TranscriptBucket()); err != nil {
+		return nil, fmt.Errorf("object store %s: %w%s", n.TranscriptBucket(), err, hint)
+	}
+	return t, nil
+}

@@ -1,0 +1,144 @@
+package jobs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/jetagent/jetagent/schemas"
+)
+
+// DefaultMaxJobBytes is the default size limit of a job payload.
+const DefaultMaxJobBytes = 1 << 20
+
+// Validator checks payloads against the embedded schemas. The worker and
+// the submit CLI use the same one, so they refuse a job with the same words.
+// It is safe for concurrent use.
+type Validator struct {
+	maxBytes int
+	schemas  map[string]*jsonschema.Schema
+}
+
+// NewValidator compiles every schema in schemas.FS. maxJobBytes <= 0 means
+// DefaultMaxJobBytes.
+func NewValidator(maxJobBytes int) (*Validator, error) {
+	if maxJobBytes <= 0 {
+		maxJobBytes = DefaultMaxJobBytes
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	files, err := fs.Glob(schemas.FS, "*.schema.json")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		b, err := fs.ReadFile(schemas.FS, f)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %w", f, err)
+		}
+		if err := c.AddResource(schemas.Base+f, doc); err != nil {
+			return nil, fmt.Errorf("schema %s: %w", f, err)
+		}
+	}
+	v := &Validator{maxBytes: maxJobBytes, schemas: map[string]*jsonschema.Schema{}}
+	for _, f := range files {
+		s, err := c.Compile(schemas.Base + f)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %w", f, err)
+		}
+		v.schemas[f] = s
+	}
+	return v, nil
+}
+
+// MaxJobBytes is the configured job size limit.
+func (v *Validator) MaxJobBytes() int { return v.maxBytes }
+
+// DecodeJob checks a job payload at the door: size, JSON, schema. The error
+// wraps ErrTooLarge, ErrNotJSON or ErrSchema, and its text is the reason
+// recorded in the dead-letter stream and the job's state.
+func (v *Validator) DecodeJob(data []byte) (*Job, error) {
+	if len(data) > v.maxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), v.maxBytes)
+	}
+	if err := v.Validate(schemas.Job, data); err != nil {
+		return nil, err
+	}
+	var j Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		// The schema passed, so this is a bug in Job, not bad input.
+		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	return &j, nil
+}
+
+// Validate checks data against one schema of schemas.FS (a schemas.*
+// constant). Errors wrap ErrNotJSON or ErrSchema; the schema error lists
+// every failing location, e.g. "at '/task': minLength: got 0, want 1".
+func (v *Validator) Validate(schemaFile string, data []byte) error {
+	s, ok := v.schemas[schemaFile]
+	if !ok {
+		return fmt.Errorf("no schema %q", schemaFile)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	if err := s.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%w: %s", ErrSchema, flatten(ve))
+		}
+		return fmt.Errorf("%w: %v", ErrSchema, err)
+	}
+	return nil
+}
+
+// ValidateValue marshals v and validates it (for payloads built in Go).
+func (v *Validator) ValidateValue(schemaFile string, x any) error {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return err
+	}
+	return v.Validate(schemaFile, b)
+}
+
+// flatten joins the leaf causes into one line, the form a dead letter's
+// reason header and a terminal can both show.
+func flatten(ve *jsonschema.ValidationError) string {
+	var leaves []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			leaves = append(leaves, strings.TrimSpace(e.Error()))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return strings.Join(leaves, "; ")
+}
+
+// CheckServers returns ErrUnknownServer naming the first server of the job
+// that known does not accept. A nil known accepts none: a worker without
+// MCP configuration has no servers to offer.
+func CheckServers(j *Job, known func(string) bool) error {
+	for _, s := range j.Servers {
+		if known == nil || !known(s) {
+			return fmt.Errorf("%w: %q", ErrUnknownServer, s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,712 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
+)
+
+// Worker defaults.
+const (
+	DefaultConcurrency   = 4
+	DefaultRetryDelay    = 2 * time.Second
+	DefaultRetryDelayMax = time.Minute
+	DefaultRequeueDelay  = time.Second
+	DefaultShutdownGrace = 30 * time.Second
+	DefaultJobTimeout    = 10 * time.Minute
+	DefaultFetchWait     = time.Second
+)
+
+// ErrShutdown is the cancellation cause of jobs still running when the
+// shutdown grace period ends: they are handed back, not failed.
+var ErrShutdown = errors.New("worker shutting down")
+
+// errCancelRequested is the cancellation cause of a job cancelled by a user.
+var errCancelRequested = errors.New("job cancelled on request")
+
+// Config configures a Worker.
+type Config struct {
+	// Conn is the NATS connection (required). The worker does not close it.
+	Conn *nats.Conn
+	// Topology is the JetStream layout, ensured at start.
+	Topology TopologyConfig
+	// Runner runs jobs (required).
+	Runner Runner
+	// WorkerID names this worker in states and events (default: host name
+	// plus a random suffix).
+	WorkerID string
+	// Concurrency is how many jobs this worker runs at once. The worker
+	// fetches one message per free slot, so nothing waits in a local buffer
+	// while its AckWait clock runs.
+	Concurrency int
+	// Heartbeat is how often a running job's message is marked in progress
+	// (default: a third of the shortest ack wait).
+	Heartbeat time.Duration
+	// RetryDelay and RetryDelayMax shape the exponential delay before a job
+	// that failed with a Retryable error is delivered again.
+	RetryDelay, RetryDelayMax time.Duration
+	// RequeueDelay is the delay of jobs handed back at shutdown.
+	RequeueDelay time.Duration
+	// ShutdownGrace is how long running jobs may go on after Run's context
+	// ends before they are cancelled and handed back.
+	ShutdownGrace time.Duration
+	// JobTimeout bounds a job that sets no timeout of its own.
+	JobTimeout time.Duration
+	// FetchWait is how long one pull request waits for a job; it bounds how
+	// long shutdown waits for the fetch loops.
+	FetchWait time.Duration
+	// MaxJobBytes is the job size limit (default DefaultMaxJobBytes).
+	MaxJobBytes int
+	// KnownServer reports whether an MCP server name is configured; a job
+	// naming another is dead-lettered. Nil: no servers are configured.
+	KnownServer func(name string) bool
+	// Metrics, when set, records job counts and durations.
+	Metrics *Metrics
+	// Logger receives operational logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Worker consumes jobs from one or more queues and runs them.
+type Worker struct {
+	cfg    Config
+	names  Names
+	log    *slog.Logger
+	v      *Validator
+	topo   *Topology
+	states *stateStore
+	sem    chan struct{}
+	ready  chan struct{}
+
+	jobsCtx context.Context // parent of running jobs; outlives Run's ctx for the grace period
+	jobs    sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+}
+
+// NewWorker validates cfg and fills defaults.
+func NewWorker(cfg Config) (*Worker, error) {
+	if cfg.Conn == nil {
+		return nil, fmt.Errorf("%w: a NATS connection is required", ErrConfig)
+	}
+	if cfg.Runner == nil {
+		return nil, fmt.Errorf("%w: a Runner is required", ErrConfig)
+	}
+	if err := cfg.Topology.setDefaults(); err != nil {
+		return nil, err
+	}
+	names, err := NewNames(cfg.Topology.Names.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Topology.Names = names
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = strings.ToLower(host + "-" + ulid.Make().String()[20:])
+	}
+	if !ValidID(cfg.WorkerID) {
+		return nil, fmt.Errorf("%w: worker id %q must match %s", ErrConfig, cfg.WorkerID, tokenRE)
+	}
+	durations := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"retry delay", &cfg.RetryDelay, DefaultRetryDelay},
+		{"retry delay max", &cfg.RetryDelayMax, DefaultRetryDelayMax},
+		{"requeue delay", &cfg.RequeueDelay, DefaultRequeueDelay},
+		{"shutdown grace", &cfg.ShutdownGrace, DefaultShutdownGrace},
+		{"job timeout", &cfg.JobTimeout, DefaultJobTimeout},
+		{"fetch wait", &cfg.FetchWait, DefaultFetchWait},
+	}
+	for _, d := range durations {
+		if *d.v < 0 {
+			return nil, fmt.Errorf("%w: %s must not be negative (got %s)", ErrConfig, d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Concurrency < 1 {
+		return nil, fmt.Errorf("%w: concurrency must be at least 1 (got %d)", ErrConfig, cfg.Concurrency)
+	}
+	shortest := cfg.Topology.AckWait
+	for _, d := range cfg.Topology.BackOff {
+		shortest = min(shortest, d)
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = shortest / 3
+	}
+	if cfg.Heartbeat <= 0 || cfg.Heartbeat >= shortest {
+		return nil, fmt.Errorf("%w: heartbeat %s must be positive and below the ack wait %s", ErrConfig, cfg.Heartbeat, shortest)
+	}
+	v, err := NewValidator(cfg.MaxJobBytes)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Worker{
+		cfg: cfg, names: names, v: v,
+		log:     log.With("worker", cfg.WorkerID),
+		sem:     make(chan struct{}, cfg.Concurrency),
+		ready:   make(chan struct{}),
+		running: map[string]context.CancelCauseFunc{},
+	}, nil
+}
+
+// ID is the worker id.
+func (w *Worker) ID() string { return w.cfg.WorkerID }
+
+// Ready is closed once the topology exists and the worker takes jobs.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
+
+// Run ensures the topology, then takes and runs jobs until ctx ends. Then
+// it stops taking jobs, lets running ones finish for ShutdownGrace, hands
+// the rest back (NakWithDelay) and returns. It returns an error only when
+// it cannot start.
+func (w *Worker) Run(ctx context.Context) error {
+	js, err := jetstream.New(w.cfg.Conn)
+	if err != nil {
+		return err
+	}
+	w.topo, err = EnsureTopology(ctx, js, w.cfg.Topology, func(f string, a ...any) {
+		w.log.Warn(fmt.Sprintf(f, a...))
+	})
+	if err != nil {
+		return err
+	}
+	w.states = newStateStore(w.topo.State)
+	sub, err := w.cfg.Conn.Subscribe(w.names.CancelWildcard(), w.onCancel)
+	if err != nil {
+		return fmt.Errorf("subscribe to cancel requests: %w", err)
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // best effort at exit
+
+	jobsCtx, stopJobs := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopJobs(nil)
+	w.jobsCtx = jobsCtx
+
+	var loops sync.WaitGroup
+	for q, c := range w.topo.Consumers {
+		loops.Go(func() { w.fetchLoop(ctx, q, c) })
+	}
+	loops.Go(func() { w.deadLetterLoop(ctx) })
+	w.log.Info("worker ready", "queues", w.cfg.Topology.Queues, "concurrency", w.cfg.Concurrency)
+	close(w.ready)
+
+	<-ctx.Done()
+	loops.Wait() // no new jobs from here on
+	done := make(chan struct{})
+	go func() { w.jobs.Wait(); close(done) }()
+	grace := time.NewTimer(w.cfg.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		w.log.Info("shutdown grace over: handing back running jobs")
+		stopJobs(ErrShutdown)
+		<-done
+	}
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// fetchLoop takes one job per free slot from queue's consumer.
+func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consumer) {
+	for {
+		select {
+		case w.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		msg, err := c.Next(jetstream.FetchMaxWait(w.cfg.FetchWait))
+		if ctx.Err() != nil {
+			if msg != nil { // arrived as we stopped: hand it straight back
+				_ = msg.NakWithDelay(w.cfg.RequeueDelay)
+			}
+			<-w.sem
+			return
+		}
+		if err != nil {
+			<-w.sem
+			if !errors.Is(err, nats.ErrTimeout) {
+				w.log.Warn("fetch failed", "queue", queue, "err", err)
+				select { // do not spin while NATS is away
+				case <-ctx.Done():
+					return
+				case <-time.After(w.cfg.FetchWait):
+				}
+			}
+			continue
+		}
+		w.jobs.Add(1)
+		go func() {
+			defer w.jobs.Done()
+			defer func() { <-w.sem }()
+			w.handle(queue, msg)
+		}()
+	}
+}
+
+// opContext is for NATS operations that must complete even while the
+// worker shuts down.
+func opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), publishTimeout)
+}
+
+// handle checks one delivery at the door and runs it.
+func (w *Worker) handle(queue string, msg jetstream.Msg) {
+	md, err := msg.Metadata()
+	if err != nil {
+		w.log.Error("delivery without metadata", "err", err)
+		_ = msg.Term()
+		return
+	}
+	d := delivery{
+		msg: msg, queue: queue, attempt: int(md.NumDelivered), seq: md.Sequence.Stream,
+	}
+	job, rejectErr := w.v.DecodeJob(msg.Data())
+	if rejectErr == nil {
+		rejectErr = CheckServers(job, w.cfg.KnownServer)
+	}
+	d.id = jobID(msg.Data(), msg.Headers(), d.seq)
+	d.env = &runEnv{w: w, jobID: d.id, attempt: d.attempt}
+	if rejectErr != nil {
+		w.reject(d, rejectErr)
+		return
+	}
+	job.ID = d.id
+	d.job = job
+	w.run(d)
+}
+
+// delivery is one delivery of a job message.
+type delivery struct {
+	msg     jetstream.Msg
+	queue   string
+	id      string
+	attempt int
+	seq     uint64
+	job     *Job
+	env     *runEnv
+	claimed bool // the state store says this attempt runs the job
+	started time.Time
+}
+
+// jobID names a job: its own id, else the publisher's Nats-Msg-Id, else
+// its stream sequence (stable across redeliveries, unlike a fresh id).
+func jobID(data []byte, h nats.Header, seq uint64) string {
+	var probe struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(data, &probe) == nil {
+		if s, ok := probe.ID.(string); ok && ValidID(s) {
+			return s
+		}
+	}
+	if s := h.Get(nats.MsgIdHdr); ValidID(s) {
+		return s
+	}
+	return fmt.Sprintf("seq-%d", seq)
+}
+
+// oneLine makes a reason safe for a NATS header.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// reject dead-letters a job refused at the door.
+func (w *Worker) reject(d delivery, cause error) {
+	reason := oneLine(cause.Error())
+	w.log.Warn("job rejected", "job", d.id, "queue", d.queue, "reason", reason)
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
+		// Not copied, so not dropped: try again later.
+		w.log.Error("dead-letter copy failed; handing the job back", "job", d.id, "err", err)
+		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+		return
+	}
+	if err := d.msg.TermWithReason(reason); err != nil {
+		w.log.Warn("term failed", "job", d.id, "err", err)
+	}
+	res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
+	w.markDead(ctx, d.env, d.queue, d.seq, res)
+	w.cfg.Metrics.rejected(d.queue)
+}
+
+// markDead records a dead job's state and terminal event, unless its state
+// is already final (another message with the same id finished it).
+func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result) {
+	id := env.jobID
+	now := time.Now().UTC()
+	_, err := w.states.update(ctx, id, func(cur *State) (*State, error) {
+		if cur != nil && cur.Status.Terminal() {
+			return nil, nil
+		}
+		st := &State{ID: id, CreatedAt: now}
+		if cur != nil {
+			st = cur
+		}
+		st.Queue, st.Status, st.Error, st.Result, st.FinishedAt = queue, StatusDead, res.Error, res, now
+		st.Attempt, st.Worker, st.StreamSeq = max(st.Attempt, res.Attempt), w.cfg.WorkerID, seq
+		return st, nil
+	})
+	if err != nil {
+		w.log.Error("state update failed", "job", id, "err", err)
+	}
+	if err := env.Emit(ctx, EventDead, 0, res); err != nil {
+		w.log.Error("event publish failed", "job", id, "err", err)
+	}
+}
+
+// deadLetter copies a job to the dead-letter stream with the reason. The
+// copy's Nats-Msg-Id is derived from the job's stream sequence, so a retry
+// after a failure does not copy it twice.
+func (w *Worker) deadLetter(ctx context.Context, queue, id string, seq uint64, data []byte, h nats.Header, reason string) error {
+	m := nats.NewMsg(w.names.DLQSubject(queue))
+	m.Data = data
+	for k, vs := range h {
+		if k == nats.MsgIdHdr {
+			k = "Jetagent-Original-Msg-Id"
+		}
+		for _, v := range vs {
+			m.Header.Add(k, v)
+		}
+	}
+	m.Header.Set("Jetagent-Reason", reason)
+	m.Header.Set("Jetagent-Job-Id", id)
+	m.Header.Set("Jetagent-Queue", queue)
+	m.Header.Set("Jetagent-Stream-Seq", fmt.Sprint(seq))
+	m.Header.Set("Jetagent-Worker", w.cfg.WorkerID)
+	_, err := w.topo.JS.PublishMsg(ctx, m, jetstream.WithMsgID(fmt.Sprintf("%s-%d", w.names.JobsStream(), seq)))
+	if err != nil {
+		return fmt.Errorf("dead-letter %s: %w", id, err)
+	}
+	return nil
+}
+
+// Claim outcomes that stop a delivery before it runs.
+var (
+	errFinal     = errors.New("job already finished")
+	errCancelled = errors.New("job cancelled before it ran")
+	errDuplicate = errors.New("another message with the same job id is running")
+)
+
+// run claims a job in the state store, runs it and settles the delivery.
+func (w *Worker) run(d delivery) {
+	jobCtx, cancelJob := context.WithCancelCause(w.jobsCtx)
+	defer cancelJob(nil)
+	// Register before claiming: a cancel request that races the claim
+	// either finds the job here or changed the state the claim reads.
+	w.mu.Lock()
+	w.running[d.id] = cancelJob
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, d.id)
+		w.mu.Unlock()
+	}()
+
+	ctx, cancel := opContext()
+	now := time.Now().UTC()
+	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+		st := &State{CreatedAt: now}
+		if cur != nil {
+			switch {
+			case cur.Status.Terminal():
+				return nil, fmt.Errorf("%w: %s", errFinal, cur.Status)
+			case cur.CancelRequested:
+				return nil, errCancelled
+			case cur.Status == StatusRunning && cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
+				return nil, errDuplicate
+			}
+			st = cur
+		}
+		st.Queue, st.Status, st.Attempt, st.Worker = d.queue, StatusRunning, d.attempt, w.cfg.WorkerID
+		st.Task, st.StreamSeq, st.StartedAt = summary(d.job.Task), d.seq, now
+		return st, nil
+	})
+	cancel()
+	switch {
+	case errors.Is(err, errFinal), errors.Is(err, errDuplicate):
+		// A redelivery of a finished job (its ack was lost) or a second
+		// message with a running job's id: running it would do it twice.
+		w.log.Info("not running job", "job", d.id, "attempt", d.attempt, "why", err)
+		_ = d.msg.Ack()
+		return
+	case errors.Is(err, errCancelled):
+		d.started = time.Now()
+		w.cfg.Metrics.jobStarted(d.queue)
+		w.settle(d, nil, StatusCancelled, "cancelled before it ran")
+		return
+	case err != nil:
+		w.log.Error("claim failed; handing the job back", "job", d.id, "err", err)
+		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+		return
+	}
+
+	d.claimed = true
+	d.started = time.Now()
+	w.cfg.Metrics.jobStarted(d.queue)
+	env := d.env
+	if err := env.Emit(jobCtx, EventStarted, 0, map[string]any{
+		"attempt": d.attempt, "worker": w.cfg.WorkerID, "queue": d.queue,
+	}); err != nil {
+		w.log.Warn("event publish failed", "job", d.id, "err", err)
+	}
+	w.log.Info("job started", "job", d.id, "queue", d.queue, "attempt", d.attempt)
+
+	timeout := w.cfg.JobTimeout
+	if t, err := d.job.TimeoutDuration(); err == nil && t > 0 {
+		timeout = t
+	}
+	errTimeout := fmt.Errorf("job timed out after %s", timeout)
+	runCtx, cancelRun := context.WithTimeoutCause(jobCtx, timeout, errTimeout)
+	hbDone := w.heartbeat(d)
+	out, runErr := w.callRunner(runCtx, d.job, env)
+	cause := context.Cause(runCtx)
+	cancelRun()
+	hbDone()
+
+	switch {
+	case runErr == nil:
+		w.settle(d, out, StatusSucceeded, "")
+	case errors.Is(cause, errCancelRequested):
+		w.settle(d, out, StatusCancelled, "cancelled on request")
+	case errors.Is(cause, ErrShutdown):
+		w.handBack(d, EventRequeued, fmt.Sprintf("handed back: worker %s shut down", w.cfg.WorkerID), w.cfg.RequeueDelay)
+	case errors.Is(cause, errTimeout):
+		w.settle(d, out, StatusFailed, errTimeout.Error())
+	case IsRetryable(runErr) && d.attempt < w.cfg.Topology.MaxDeliver:
+		w.handBack(d, EventRetry, oneLine(runErr.Error()), w.retryDelay(d.attempt))
+	case IsRetryable(runErr):
+		w.exhausted(d, runErr)
+	default:
+		w.settle(d, out, StatusFailed, oneLine(runErr.Error()))
+	}
+}
+
+// callRunner runs the job, turning a panic into a failure.
+func (w *Worker) callRunner(ctx context.Context, job *Job, env RunEnv) (out *Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("runner panicked: %v", r)
+		}
+	}()
+	out, err = w.cfg.Runner.Run(ctx, job, env)
+	if err == nil && out == nil {
+		err = errors.New("runner returned no outcome")
+	}
+	return out, err
+}
+
+// heartbeat marks the delivery in progress until the returned stop is called.
+func (w *Worker) heartbeat(d delivery) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(w.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := d.msg.InProgress(); err != nil {
+					w.log.Warn("heartbeat failed", "job", d.id, "err", err)
+				}
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+func (w *Worker) retryDelay(attempt int) time.Duration {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.RandomizationFactor = w.cfg.RetryDelay, w.cfg.RetryDelayMax, 0.2
+	b.MaxElapsedTime = 0
+	b.Reset()
+	d := b.NextBackOff()
+	for range attempt - 1 {
+		d = b.NextBackOff()
+	}
+	return d
+}
+
+// owned is the CAS guard of every transition out of running: only the
+// attempt that claimed the job may move it on. A worker whose delivery was
+// taken over (it missed its heartbeats) must not write over the new owner.
+func (w *Worker) owned(d delivery, cur *State) error {
+	if cur == nil || cur.Status != StatusRunning || cur.Attempt != d.attempt || cur.Worker != w.cfg.WorkerID {
+		return fmt.Errorf("%w: job %s is no longer held by attempt %d on this worker", ErrConflict, d.id, d.attempt)
+	}
+	return nil
+}
+
+// settle ends a job for good: transcript, state, terminal event, ack.
+func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string) {
+	ctx, cancel := opContext()
+	defer cancel()
+	finished := time.Now()
+	res := &Result{
+		ID: d.id, Queue: d.queue, Status: status, Error: errText, Attempt: d.attempt,
+		Worker: w.cfg.WorkerID, DurationMS: finished.Sub(d.started).Milliseconds(), Metadata: d.job.Metadata,
+	}
+	if out != nil {
+		u := out.Usage
+		res.Answer, res.Rounds, res.StopReason, res.Mode, res.Usage = out.Answer, out.Rounds, out.StopReason, out.Mode, &u
+		if status != StatusSucceeded {
+			res.Answer = "" // a partial answer is in the transcript
+		}
+		if len(out.Messages) > 0 {
+			if err := w.storeTranscripts(ctx, d, out, finished); err != nil {
+				w.log.Error("transcript store failed", "job", d.id, "err", err)
+			} else {
+				res.Transcript = TranscriptName(d.id)
+			}
+		}
+	}
+	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+		if d.claimed {
+			if err := w.owned(d, cur); err != nil {
+				return nil, err
+			}
+		} else if cur == nil || cur.Status.Terminal() {
+			return nil, fmt.Errorf("%w: job %s has no state to cancel or is final", ErrConflict, d.id)
+		}
+		cur.Status, cur.Error, cur.Result, cur.FinishedAt = status, errText, res, finished.UTC()
+		cur.Attempt, cur.Worker = d.attempt, w.cfg.WorkerID
+		return cur, nil
+	})
+	if err != nil {
+		// Someone else holds the job now: leave the delivery to them.
+		w.log.Warn("job settled elsewhere; leaving it", "job", d.id, "status", status, "err", err)
+		w.cfg.Metrics.attemptEnded(d.queue, "lost", finished.Sub(d.started))
+		return
+	}
+	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
+		w.log.Error("event publish failed", "job", d.id, "err", err)
+	}
+	if err := d.msg.DoubleAck(ctx); err != nil {
+		// The state is final, so a redelivery is acked without running.
+		w.log.Warn("ack failed", "job", d.id, "err", err)
+	}
+	if status == StatusSucceeded {
+		_ = w.topo.Transcripts.Delete(ctx, CheckpointName(d.id))
+	}
+	w.cfg.Metrics.attemptEnded(d.queue, string(status), finished.Sub(d.started))
+	w.log.Info("job finished", "job", d.id, "status", status, "attempt", d.attempt, "error", errText)
+}
+
+// storeTranscripts puts the reflected and the raw transcript.
+func (w *Worker) storeTranscripts(ctx context.Context, d delivery, out *Outcome, finished time.Time) error {
+	t := Transcript{
+		JobID: d.id, Attempt: d.attempt, Worker: w.cfg.WorkerID, Model: out.Model, Mode: out.Mode,
+		Rounds: out.Rounds, StopReason: out.StopReason, Usage: out.Usage,
+		StartedAt: d.started.UTC(), FinishedAt: finished.UTC(), DurationMS: finished.Sub(d.started).Milliseconds(),
+		Messages: out.Messages, Records: out.Records,
+	}
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	t.Reflected = true
+	// A Runner that does not reflect leaves Reflected nil: the raw
+	// messages are then the best reflected form there is.
+	if out.Reflected != nil {
+		t.Messages = out.Reflected
+	}
+	refl, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if _, err := w.topo.Transcripts.PutBytes(ctx, RawTranscriptName(d.id), raw); err != nil {
+		return err
+	}
+	_, err = w.topo.Transcripts.PutBytes(ctx, TranscriptName(d.id), refl)
+	return err
+}
+
+// handBack returns a running job to the queue (state queued) after delay.
+func (w *Worker) handBack(d delivery, eventType, why string, delay time.Duration) {
+	ctx, cancel := opContext()
+	defer cancel()
+	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+		if err := w.owned(d, cur); err != nil {
+			return nil, err
+		}
+		cur.Status, cur.Error = StatusQueued, why
+		return cur, nil
+	})
+	if err != nil {
+		w.log.Warn("job moved elsewhere; leaving it", "job", d.id, "err", err)
+		return
+	}
+	if err := d.env.Emit(ctx, eventType, 0, map[string]any{"reason": why, "delay_ms": delay.Milliseconds()}); err != nil {
+		w.log.Error("event publish failed", "job", d.id, "err", err)
+	}
+	if err := d.msg.NakWithDelay(delay); err != nil {
+		w.log.Warn("nak failed; the job comes back after its ack wait", "job", d.id, "err", err)
+	}
+	status := "retry"
+	if eventType == EventRequeued {
+		status = "requeued"
+	}
+	w.cfg.Metrics.attemptEnded(d.queue, status, time.Since(d.started))
+	w.log.Info("job handed back", "job", d.id, "attempt", d.attempt, "why", why, "delay", delay)
+}
+
+// exhausted dead-letters a job whose last allowed attempt failed with a
+// retryable error.
+func (w *Worker) exhausted(d delivery, runErr error) {
+	ctx, cancel := opContext()
+	defer cancel()
+	reason := oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.cfg.Topology.MaxDeliver, runErr))
+	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
+		w.log.Error("dead-letter copy failed; handing the job back", "job", d.id, "err", err)
+		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+		return
+	}
+	_ = d.msg.TermWithReason(reason)
+	res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt,
+		Worker: w.cfg.WorkerID, DurationMS: time.Since(d.started).Milliseconds(), Metadata: d.job.Metadata}
+	w.markDead(ctx, d.env, d.queue, d.seq, res)
+	w.cfg.Metrics.attemptEnded(d.queue, string(StatusDead), time.Since(d.started))
+}
+
+// onCancel cancels a job running here; other workers stay silent, so a
+// requester that gets a reply knows the job was reached.
+func (w *Worker) onCancel(m *nats.Msg) {
+	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	w.mu.Lock()
+	cancel, ok := w.running[id]
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	cancel(errCancelRequested)
+	w.log.Info("cancel requested", "job", id)
+	if m.Reply != "" {
+		b, _ := json.Marshal(map[string]string{"job_id": id, "worker": w.cfg.WorkerID})
+		_ = m.Respond(b)
+	}
+}
