@@ -395,7 +395,7 @@ func TestClientToolThroughCallTool(t *testing.T) {
 	l := newLoop(t, s, agentloop.Config{})
 	res, err := l.Run(t.Context(), agentloop.Input{
 		Task: "go", Mode: agentloop.ModeSearch,
-		ClientTools: []agentloop.ClientTool{{Name: "ask_user", InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}}}`)}},
+		ClientTools:  []agentloop.ClientTool{{Name: "ask_user", InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}}}`)}},
 		ClientCaller: func(context.Context, string, json.RawMessage) (string, error) { return "yes", nil },
 	})
 	if err != nil {
