@@ -1,0 +1,49 @@
+# jetagent — common tasks. `make demo` and `make test` are the two commands a
+# newcomer needs (see README.md).
+
+GO ?= go
+
+.PHONY: all build setup test test-go conformance vet demo bench tokens clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ ./cmd/... ./examples/mcpserver
+
+# setup installs what the tests need beyond Go modules: the npm reference MCP
+# servers (conformance/run.sh installs its own pinned suite and Node 22).
+setup:
+	$(GO) mod download
+	npm ci --prefix tools/npm --no-audit --no-fund --loglevel=error
+
+vet:
+	$(GO) vet ./...
+
+test-go:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+conformance:
+	bash conformance/run.sh
+
+# The test command CI runs (.ci/run): vet, every Go test under the race
+# detector, then the MCP conformance suite.
+test: setup vet test-go conformance
+
+# demo runs one job end to end on the embedded NATS default: a worker with an
+# embedded nats-server and the bundled example MCP server, a submitted task,
+# its live events and the stored transcript. It uses OPENAI_BASE_URL /
+# OPENAI_API_KEY / OPENAI_MODEL when set, and otherwise a scripted model that
+# it names as such.
+demo: build
+	bin/demo
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# tokens prints the tool-definition tokens of one request per mode for every
+# shared catalog (docs/BENCHMARKS.md has the table).
+tokens: build
+	bin/worker tokens ../shared/catalogs/*.json
+
+clean:
+	rm -rf bin conformance/results
