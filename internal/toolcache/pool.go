@@ -154,7 +154,7 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 		cancel:   cancel,
 		views:    map[*View]struct{}{},
 	}
-	p.dialer = &dialer{clientInfo: o.clientInfo, connectTimeout: o.connectTimeout, notify: p.onNotification}
+	p.dialer = &dialer{logger: slog.New(warnHandler{o.logger.Handler()}), clientInfo: o.clientInfo, connectTimeout: o.connectTimeout, notify: p.onNotification}
 	for _, name := range sortedKeys(full.Servers) {
 		sc := full.Servers[name]
 		if sc.Disabled {
@@ -356,6 +356,7 @@ func (c *serverConn) run() {
 	bo.InitialInterval = c.p.opts.backoffInitial
 	bo.MaxInterval = c.p.opts.backoffMax
 	bo.MaxElapsedTime = 0
+	bo.Reset()
 	var health, resync <-chan time.Time
 	if d := c.p.opts.healthInterval; d > 0 {
 		t := time.NewTicker(d)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -41,10 +42,11 @@ type session struct {
 
 	dead     chan struct{} // closed once the session is known broken or closed
 	deadOnce sync.Once
-	deadErr  error         // set before dead is closed
+	deadErr  error          // set before dead is closed
 	onDead   func(*session) // set before the session is published; may be nil
 
 	stderr *tailBuffer
+	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
 	pid    int
 	cancel context.CancelFunc // ends the process context (last resort kill)
 	wg     sync.WaitGroup     // the stderr watcher
@@ -60,6 +62,9 @@ type session struct {
 
 // dialer opens sessions; it holds what every connection needs.
 type dialer struct {
+	// logger receives the transports' own logs; only warnings and errors,
+	// since mcp-go logs routine events (such as each listening stream) at Info.
+	logger         *slog.Logger
 	clientInfo     mcp.Implementation
 	connectTimeout time.Duration
 	notify         func(server string, s *session, n mcp.JSONRPCNotification)
@@ -80,6 +85,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		cfg:    cfg,
 		sem:    make(chan struct{}, cfg.maxConcurrent()),
 		dead:   make(chan struct{}),
+		exited: make(chan struct{}),
 		cancel: cancel,
 	}
 	var tr transport.Interface
@@ -99,7 +105,8 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 				cmdRef = cmd
 				return cmd, nil
 			}),
-			transport.WithCommandStderrWriter(s.stderr))
+			transport.WithCommandStderrWriter(s.stderr),
+			transport.WithCommandLogger(d.logger))
 		c := client.NewClient(tr, client.WithProtocolVersion(protocolFor(cfg)))
 		if err := c.Start(procCtx); err != nil {
 			cancel()
@@ -116,11 +123,12 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			go func() {
 				defer s.wg.Done()
 				_, _ = io.Copy(io.Discard, r)
+				close(s.exited)
 				s.markDead(errors.New("server process exited"))
 			}()
 		}
 	case TypeHTTP:
-		opts := []transport.StreamableHTTPCOption{transport.WithContinuousListening()}
+		opts := []transport.StreamableHTTPCOption{transport.WithContinuousListening(), transport.WithHTTPLogger(d.logger)}
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(cfg.Headers))
 		}
@@ -131,7 +139,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		}
 		tr = t
 	case TypeSSE:
-		var opts []transport.ClientOption
+		opts := []transport.ClientOption{transport.WithSSELogger(d.logger)}
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, transport.WithHeaders(cfg.Headers))
 		}
@@ -168,6 +176,14 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		ClientInfo:      d.clientInfo,
 	}})
 	if err != nil {
+		// A server that died during the handshake usually said why on
+		// stderr: give the drain a moment to deliver it.
+		if s.stderr != nil {
+			select {
+			case <-s.exited:
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
 		_ = s.close()
 		return nil, fmt.Errorf("initialize: %w%s", err, s.stderrHint())
 	}
@@ -272,11 +288,16 @@ func (s *session) request(ctx context.Context, method string, params any) (json.
 		}
 		if transportBroken(err) {
 			s.markDead(err)
-			return nil, fmt.Errorf("%w: server %q: %s: %w%s", ErrSessionLost, s.server, method, err, s.stderrHint())
+			return nil, fmt.Errorf("%w (the request may or may not have run): server %q: %s: %w%s", ErrSessionLost, s.server, method, err, s.stderrHint())
 		}
 		return nil, fmt.Errorf("toolcache: server %q: %s: %w", s.server, method, err)
 	}
 	if resp.Error != nil {
+		if ctx.Err() != nil {
+			// In-process servers see the caller's context directly and
+			// answer with an error once it ends.
+			return nil, fmt.Errorf("toolcache: server %q: %s: %w", s.server, method, ctx.Err())
+		}
 		return nil, &RPCError{Server: s.server, Method: method, Code: resp.Error.Code, Message: resp.Error.Message}
 	}
 	return resp.Result, nil
@@ -501,10 +522,10 @@ func (s *session) readResource(ctx context.Context, uri string) (string, error) 
 	}
 	var r struct {
 		Contents []struct {
-			URI      string `json:"uri"`
-			MIMEType string `json:"mimeType"`
+			URI      string  `json:"uri"`
+			MIMEType string  `json:"mimeType"`
 			Text     *string `json:"text"`
-			Blob     string `json:"blob"`
+			Blob     string  `json:"blob"`
 		} `json:"contents"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -543,3 +564,14 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(b.buf)
 }
+
+// warnHandler passes on only warnings and errors.
+type warnHandler struct{ slog.Handler }
+
+func (h warnHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+func (h warnHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnHandler{h.Handler.WithAttrs(as)}
+}
+func (h warnHandler) WithGroup(g string) slog.Handler { return warnHandler{h.Handler.WithGroup(g)} }

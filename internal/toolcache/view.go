@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // View is what one job sees of the pool: the tools of the servers it named,
@@ -118,7 +120,15 @@ func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) 
 	if err != nil {
 		return Result{}, fmt.Errorf("toolcache: call %s: %w", name, err)
 	}
-	return s.callTool(ctx, t.Original, args)
+	res, err := s.callTool(ctx, t.Original, args)
+	if err != nil && errors.Is(err, transport.ErrSessionTerminated) {
+		// The server answered 404 for an expired HTTP session: the request
+		// was refused, not run, so it is safe to send again on a new session.
+		if s, err2 := v.session(ctx, c); err2 == nil {
+			return s.callTool(ctx, t.Original, args)
+		}
+	}
+	return res, err
 }
 
 // session returns the session a call to c's server goes through.

@@ -1,0 +1,115 @@
+package toolcache
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/goleak"
+)
+
+// testServerEnv makes the test binary run as a stdio MCP server: tests spawn
+// os.Args[0] with it set, so the stdio server is real mcp-go code in a real
+// child process without a separate build step.
+const testServerEnv = "TOOLCACHE_TEST_SERVER"
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(testServerEnv); name != "" {
+		if err := server.ServeStdio(newTestMCPServer(name), server.WithWorkerPoolSize(100), server.WithQueueSize(1000)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// newTestMCPServer is the mcp-go server every transport test talks to.
+//
+//	echo(text)          returns text
+//	pid()               returns the server's process id
+//	slow(id)            notifies test/started{id}, then blocks until cancelled
+//	                    (then notifies test/cancelled{id}) or 60 s pass
+//	barrier(n)          returns once n barrier calls are in flight at once
+//	add_tool(name)      adds a tool, which makes the server send
+//	                    notifications/tools/list_changed
+//
+// plus a resource test://hello and a template test://item/{id}.
+func newTestMCPServer(name string) *server.MCPServer {
+	s := server.NewMCPServer(name, "1.0.0",
+		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(false, true))
+	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Echo the text back."),
+		mcp.WithString("text", mcp.Required(), mcp.Description("text to echo"))),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(req.GetString("text", "")), nil
+		})
+	s.AddTool(mcp.NewTool("pid", mcp.WithDescription("Process id of the server.")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strconv.Itoa(os.Getpid())), nil
+		})
+	s.AddTool(mcp.NewTool("slow", mcp.WithDescription("Block until cancelled."),
+		mcp.WithString("id", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			id := req.GetString("id", "")
+			_ = s.SendNotificationToClient(ctx, "test/started", map[string]any{"id": id})
+			select {
+			case <-ctx.Done():
+				_ = s.SendNotificationToClient(context.WithoutCancel(ctx), "test/cancelled", map[string]any{"id": id})
+				return nil, ctx.Err()
+			case <-time.After(60 * time.Second):
+				return mcp.NewToolResultText("slept"), nil
+			}
+		})
+	var mu sync.Mutex
+	var inFlight int
+	var full = make(chan struct{})
+	var maxSeen atomic.Int64
+	s.AddTool(mcp.NewTool("barrier", mcp.WithDescription("Return once n calls are in flight."),
+		mcp.WithNumber("n", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := int(req.GetFloat("n", 1))
+			mu.Lock()
+			inFlight++
+			if int64(inFlight) > maxSeen.Load() {
+				maxSeen.Store(int64(inFlight))
+			}
+			if inFlight == n {
+				close(full)
+			}
+			ch := full
+			mu.Unlock()
+			select {
+			case <-ch:
+				return mcp.NewToolResultText(strconv.FormatInt(maxSeen.Load(), 10)), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	s.AddTool(mcp.NewTool("add_tool", mcp.WithDescription("Add a tool named name."),
+		mcp.WithString("name", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := req.GetString("name", "")
+			s.AddTool(mcp.NewTool(n, mcp.WithDescription("Added at run time.")),
+				func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return mcp.NewToolResultText(n), nil
+				})
+			return mcp.NewToolResultText("added " + n), nil
+		})
+	s.AddResource(mcp.NewResource("test://hello", "hello", mcp.WithMIMEType("text/plain")),
+		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: "test://hello", MIMEType: "text/plain", Text: "hello world"}}, nil
+		})
+	s.AddResourceTemplate(mcp.NewResourceTemplate("test://item/{id}", "item"),
+		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: "item " + req.Params.URI}}, nil
+		})
+	return s
+}

@@ -1,0 +1,420 @@
+package toolcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// transportCase is one way of reaching the mcp-go test server.
+type transportCase struct {
+	name  string
+	setup func(t *testing.T) (Config, []Option)
+}
+
+var transportCases = []transportCase{
+	{"stdio", func(t *testing.T) (Config, []Option) {
+		return Config{Servers: map[string]ServerConfig{"srv": stdioTestServer("stdio")}}, nil
+	}},
+	{"http", func(t *testing.T) (Config, []Option) {
+		url, _ := httpTestServer(t)
+		return Config{Servers: map[string]ServerConfig{"srv": {URL: url}}}, nil
+	}},
+	{"sse", func(t *testing.T) (Config, []Option) {
+		return Config{Servers: map[string]ServerConfig{"srv": {URL: sseTestServer(t), Type: "sse"}}}, nil
+	}},
+	{"inprocess", func(t *testing.T) (Config, []Option) {
+		return Config{}, []Option{WithInProcessServer("srv", newTestMCPServer("inprocess"), ServerConfig{})}
+	}},
+}
+
+func TestTransports(t *testing.T) {
+	t.Parallel()
+	for _, tc := range transportCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, opts := tc.setup(t)
+			p := newTestPool(t, cfg, opts...)
+			st := p.Status()
+			if len(st) != 1 || st[0].State != StateReady {
+				t.Fatalf("status = %+v, want one ready server", st)
+			}
+			if st[0].Protocol != "2025-11-25" {
+				t.Errorf("protocol = %q, want 2025-11-25", st[0].Protocol)
+			}
+			reg := p.Registry()
+			for _, name := range []string{"echo", "pid", "slow", "barrier", "add_tool"} {
+				tool, ok := reg.Get(name)
+				if !ok {
+					t.Fatalf("registry lacks %s: %v", name, reg.Names())
+				}
+				if tool.Server != "srv" || tool.Original != name {
+					t.Errorf("tool %s: server %q original %q", name, tool.Server, tool.Original)
+				}
+			}
+			v := newTestView(t, p, nil, nil, nil)
+			if got := call(t, v, "echo", map[string]any{"text": "hi " + tc.name}).Text; got != "hi "+tc.name {
+				t.Errorf("echo = %q", got)
+			}
+
+			// Resources and templates are listed and readable.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			rs, err := v.ListResources(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var uris []string
+			for _, r := range rs {
+				uris = append(uris, r.URI+r.URITemplate)
+			}
+			if strings.Join(uris, ",") != "test://hello,test://item/{id}" {
+				t.Errorf("resources = %v", uris)
+			}
+			for in, want := range map[string]string{"test://hello": "hello world", "hello": "hello world", "test://item/7": "item test://item/7"} {
+				got, err := v.ReadResource(ctx, in)
+				if err != nil || got != want {
+					t.Errorf("ReadResource(%q) = %q, %v; want %q", in, got, err, want)
+				}
+			}
+
+			// notifications/tools/list_changed updates the registry within a second.
+			changed := make(chan struct{}, 10)
+			reg.OnChange(func() { changed <- struct{}{} })
+			start := time.Now()
+			call(t, v, "add_tool", map[string]any{"name": "late_tool"})
+			deadline := time.After(time.Second)
+			for !reg.Has("late_tool") {
+				select {
+				case <-changed:
+				case <-deadline:
+					t.Fatalf("late_tool not in the registry 1s after list_changed: %v", reg.Names())
+				}
+			}
+			t.Logf("%s: registry updated %v after add_tool", tc.name, time.Since(start))
+			if got := call(t, v, "late_tool", nil).Text; got != "late_tool" {
+				t.Errorf("late_tool = %q", got)
+			}
+		})
+	}
+}
+
+// A server killed mid-call: that call gets ErrSessionLost naming the server,
+// the next call succeeds on a fresh process.
+func TestKilledMidCall(t *testing.T) {
+	t.Parallel()
+	n := newNotes()
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"victim": stdioTestServer("victim")}}, n.option())
+	v := newTestView(t, p, nil, nil, nil)
+	pid1 := callPID(t, v, "pid")
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := v.CallTool(context.Background(), "slow", json.RawMessage(`{"id":"k1"}`))
+		errc <- err
+	}()
+	n.wait(t, "test/started", "k1")
+	if err := syscall.Kill(pid1, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrSessionLost) || !strings.Contains(err.Error(), `"victim"`) {
+			t.Fatalf("in-flight call error = %v, want ErrSessionLost naming the server", err)
+		}
+		t.Logf("in-flight call: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("in-flight call did not return after the server was killed")
+	}
+	pid2 := callPID(t, v, "pid")
+	if pid2 == pid1 {
+		t.Fatalf("same pid %d after kill", pid1)
+	}
+	st := p.Status()[0]
+	if st.State != StateReady || st.Connects != 2 || st.PID != pid2 {
+		t.Errorf("status after reconnect = %+v", st)
+	}
+	if !pidGone(pid1) {
+		t.Errorf("killed process %d was not reaped", pid1)
+	}
+}
+
+// 100 calls in flight at once on one session: the barrier tool returns only
+// when all 100 have reached the server together.
+func TestConcurrentCallsOneSession(t *testing.T) {
+	t.Parallel()
+	cfg := stdioTestServer("conc")
+	cfg.MaxConcurrent = 100
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"conc": cfg}})
+	v := newTestView(t, p, nil, nil, nil)
+	const n = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := v.CallTool(ctx, "barrier", json.RawMessage(`{"n":100}`))
+			if err == nil && res.Text != "100" {
+				err = fmt.Errorf("barrier saw %s in flight", res.Text)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := p.Status()[0]; st.Connects != 1 {
+		t.Errorf("connects = %d, want all calls on one session", st.Connects)
+	}
+}
+
+// MaxConcurrent is a limit: with 2 slots, the third call waits for one.
+func TestMaxConcurrentLimits(t *testing.T) {
+	t.Parallel()
+	n := newNotes()
+	cfg := stdioTestServer("limit")
+	cfg.MaxConcurrent = 2
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"limit": cfg}}, n.option())
+	v := newTestView(t, p, nil, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 2)
+	for _, id := range []string{"a", "b"} {
+		go func() {
+			_, err := v.CallTool(ctx, "slow", json.RawMessage(`{"id":"`+id+`"}`))
+			done <- err
+		}()
+		n.wait(t, "test/started", id)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	_, err := v.CallTool(short, "echo", json.RawMessage(`{"text":"x"}`))
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "free slot") {
+		t.Fatalf("third call = %v, want a wait for a free slot", err)
+	}
+	cancel()
+	<-done
+	<-done
+	call(t, v, "echo", map[string]any{"text": "x"})
+}
+
+// Cancelling a call's context sends notifications/cancelled: the server's
+// handler sees its context end.
+func TestCancellationForwarded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range transportCases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := newNotes()
+			cfg, opts := tc.setup(t)
+			p := newTestPool(t, cfg, append(opts, n.option())...)
+			v := newTestView(t, p, nil, nil, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := v.CallTool(ctx, "slow", json.RawMessage(`{"id":"c1"}`))
+				errc <- err
+			}()
+			n.wait(t, "test/started", "c1")
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled call = %v", err)
+			}
+			n.wait(t, "test/cancelled", "c1")
+			call(t, v, "echo", map[string]any{"text": "still fine"})
+		})
+	}
+}
+
+// An HTTP session the server no longer knows (404) is replaced, and the
+// refused call is sent again on the new session.
+func TestHTTPSessionExpired(t *testing.T) {
+	t.Parallel()
+	url, restart := httpTestServer(t)
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"web": {URL: url}}})
+	v := newTestView(t, p, nil, nil, nil)
+	call(t, v, "echo", map[string]any{"text": "before"})
+	restart()
+	if got := call(t, v, "echo", map[string]any{"text": "after"}).Text; got != "after" {
+		t.Fatalf("echo after restart = %q", got)
+	}
+	if st := p.Status()[0]; st.Connects != 2 {
+		t.Errorf("connects = %d, want 2 (reconnected after 404)", st.Connects)
+	}
+}
+
+// A server that cannot start is reported and retried; it does not stop the
+// others, and calls to it fail fast with ErrServerUnavailable.
+func TestFailingServerDoesNotStopOthers(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Servers: map[string]ServerConfig{
+		"good":    stdioTestServer("good"),
+		"missing": {Command: "/nonexistent/mcp-server"},
+		"crashes": {Command: "sh", Args: []string{"-c", "echo boom >&2; exit 3"}},
+	}}
+	p := newTestPool(t, cfg, WithBackoff(time.Hour, time.Hour))
+	byName := map[string]ServerStatus{}
+	for _, st := range p.Status() {
+		byName[st.Name] = st
+	}
+	if byName["good"].State != StateReady {
+		t.Errorf("good = %+v", byName["good"])
+	}
+	for _, name := range []string{"missing", "crashes"} {
+		if byName[name].State != StateFailed || byName[name].Error == "" {
+			t.Errorf("%s = %+v, want failed with an error", name, byName[name])
+		}
+	}
+	if !strings.Contains(byName["crashes"].Error, "boom") {
+		t.Errorf("crashes error %q does not carry the server's stderr", byName["crashes"].Error)
+	}
+	v := newTestView(t, p, nil, nil, nil)
+	call(t, v, "echo", map[string]any{"text": "ok"})
+}
+
+// Per-job servers: each View gets its own process, reused across its calls
+// and gone when the View closes.
+func TestPerJobSessions(t *testing.T) {
+	t.Parallel()
+	cfg := stdioTestServer("browser")
+	cfg.SessionMode = SessionPerJob
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"browser": cfg}})
+	shared := p.Status()[0].PID
+	v1 := newTestView(t, p, []string{"browser"}, nil, nil)
+	v2 := newTestView(t, p, []string{"browser"}, nil, nil)
+	a1, a2 := callPID(t, v1, "pid"), callPID(t, v1, "pid")
+	b := callPID(t, v2, "pid")
+	if a1 != a2 {
+		t.Errorf("one job got two sessions: %d, %d", a1, a2)
+	}
+	if a1 == b || a1 == shared || b == shared {
+		t.Errorf("jobs share a session: job1 %d job2 %d discovery %d", a1, b, shared)
+	}
+	if err := v1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !pidGone(a1) {
+		t.Errorf("per-job process %d still there after View.Close", a1)
+	}
+	if _, err := v1.CallTool(context.Background(), "pid", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("call on closed view = %v", err)
+	}
+	if got := callPID(t, v2, "pid"); got != b {
+		t.Errorf("job2 session changed: %d -> %d", b, got)
+	}
+}
+
+func TestViewServersAndGlobs(t *testing.T) {
+	t.Parallel()
+	a := stdioTestServer("a")
+	a.Deny = []string{"slow", "barrier", "add_*"}
+	b := stdioTestServer("b")
+	b.Allow = []string{"echo", "pid"}
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{
+		"a": a, "b": b, "off": {Command: "true", Disabled: true},
+	}}, WithInProcessServer("c", newTestMCPServer("c"), ServerConfig{Allow: []string{"add_*"}}))
+	if !p.HasServer("a") || p.HasServer("off") || p.HasServer("nope") {
+		t.Error("HasServer wrong")
+	}
+	if got := strings.Join(p.Servers(), ","); got != "a,b,c" {
+		t.Errorf("Servers = %s", got)
+	}
+	if got := strings.Join(p.Registry().Names(), ","); got != "a__echo,a__pid,add_tool,b__echo,b__pid" {
+		t.Errorf("registry names = %s", got)
+	}
+	tests := []struct {
+		name        string
+		servers     []string
+		allow, deny []string
+		want        string
+		err         error
+	}{
+		{"all", nil, nil, nil, "a__echo,a__pid,add_tool,b__echo,b__pid", nil},
+		{"one server", []string{"b"}, nil, nil, "b__echo,b__pid", nil},
+		{"allow by original name", nil, []string{"echo"}, nil, "a__echo,b__echo", nil},
+		{"deny by qualified name", nil, nil, []string{"a__*"}, "add_tool,b__echo,b__pid", nil},
+		{"unknown server", []string{"a", "nope"}, nil, nil, "", ErrUnknownServer},
+		{"disabled server", []string{"off"}, nil, nil, "", ErrUnknownServer},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := p.View("job", tc.servers, tc.allow, tc.deny)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("err = %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer v.Close()
+			var names []string
+			for _, tool := range v.Tools() {
+				names = append(names, tool.Name)
+			}
+			if got := strings.Join(names, ","); got != tc.want {
+				t.Errorf("tools = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	v := newTestView(t, p, []string{"b"}, nil, nil)
+	if _, err := v.CallTool(context.Background(), "a__echo", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("call outside the view = %v, want ErrUnknownTool", err)
+	}
+	if _, err := p.View("job", nil, []string{"["}, nil); err == nil {
+		t.Error("bad glob accepted")
+	}
+}
+
+// Close leaves no child process: every pid the pool started is gone.
+func TestCloseLeavesNoChild(t *testing.T) {
+	t.Parallel()
+	perJob := stdioTestServer("pj")
+	perJob.SessionMode = SessionPerJob
+	ctx := context.Background()
+	p, err := NewPool(ctx, Config{Servers: map[string]ServerConfig{
+		"s1": stdioTestServer("s1"), "s2": stdioTestServer("s2"), "pj": perJob,
+		// A wrapper shell whose server is a grandchild: the process group goes too.
+		"wrapped": {Command: "sh", Args: []string{"-c", "\"$0\" -test.run='^$'; true", stdioTestServerPath()}, Env: map[string]string{testServerEnv: "wrapped", "GORACE": "atexit_sleep_ms=0"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := p.View("job", nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, st := range p.Status() {
+		if st.State != StateReady {
+			t.Fatalf("%s not ready: %+v", st.Name, st)
+		}
+		pids = append(pids, st.PID)
+	}
+	pids = append(pids, callPID(t, v, "pj__pid"), callPID(t, v, "wrapped__pid"))
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if !pidGone(pid) {
+			t.Errorf("process %d survived Pool.Close", pid)
+		}
+	}
+	if _, err := p.View("late", nil, nil, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("View after Close = %v", err)
+	}
+}
