@@ -122,3 +122,12 @@ func withoutNames(msgs []llm.Message) []llm.Message {
 	}
 	return out
 }
+
+// completerFunc is a Completer for constructor tests that never run.
+type completerFunc func(context.Context, llm.Request) (llm.Response, error)
+
+func (f completerFunc) Complete(ctx context.Context, r llm.Request) (llm.Response, error) {
+	return f(ctx, r)
+}
+
+func noCaller(context.Context, string, json.RawMessage) (string, error) { return "", nil }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
-	"unicode"
 
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -17,80 +14,31 @@ type searchHit struct {
 	Description string `json:"description"`
 }
 
-// searchTools ranks the catalog against query by keyword overlap with names
-// (weighted) and descriptions. Ties keep catalog order.
+// searchTools ranks the whole catalog (MCP, client and bridge tools) with
+// the registry's BM25 search. The index is built on the first search of a
+// job.
 func (r *registry) searchTools(query string, limit int) []searchHit {
 	if limit <= 0 {
 		limit = defaultSearchLimit
 	}
 	limit = min(limit, maxSearchLimit)
-	terms := words(query)
-	lq := strings.ToLower(strings.TrimSpace(query))
-	type scored struct {
-		i, score int
-	}
-	var s []scored
-	for i, t := range r.catalog {
-		name := strings.ToLower(t.Name)
-		nameWords := map[string]bool{}
-		for _, w := range words(t.Name) {
-			nameWords[w] = true
+	r.searchOnce.Do(func() {
+		// Names are final already: with Original = Name and no server,
+		// the registry keeps them as they are.
+		tools := make([]toolcache.Tool, len(r.catalog))
+		for i, t := range r.catalog {
+			t.Original, t.Server = t.Name, ""
+			tools[i] = t
 		}
-		desc := strings.ToLower(t.Title + " " + t.Description)
-		score := 0
-		if lq != "" && strings.Contains(name, lq) {
-			score += 5
+		r.index = toolcache.NewRegistry(tools)
+	})
+	var hits []searchHit
+	for _, t := range r.index.Search(query, limit) {
+		if e, ok := r.byName[t.Name]; ok {
+			hits = append(hits, searchHit{Name: e.tool.Name, Description: OneLine(e.tool.Description)})
 		}
-		for _, w := range terms {
-			switch {
-			case nameWords[w]:
-				score += 3
-			case strings.Contains(name, w):
-				score += 2
-			}
-			if strings.Contains(desc, w) {
-				score++
-			}
-		}
-		if score > 0 {
-			s = append(s, scored{i, score})
-		}
-	}
-	sort.SliceStable(s, func(a, b int) bool { return s[a].score > s[b].score })
-	hits := make([]searchHit, 0, min(limit, len(s)))
-	for k := 0; k < len(s) && k < limit; k++ {
-		t := r.catalog[s[k].i]
-		hits = append(hits, searchHit{Name: t.Name, Description: OneLine(t.Description)})
 	}
 	return hits
-}
-
-// words splits text into lower-case keywords, breaking snake_case,
-// kebab-case and camelCase, and dropping one-letter words.
-func words(s string) []string {
-	var out []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 1 {
-			out = append(out, strings.ToLower(string(cur)))
-		}
-		cur = cur[:0]
-	}
-	var prev rune
-	for _, c := range s {
-		switch {
-		case unicode.IsUpper(c) && unicode.IsLower(prev):
-			flush()
-			cur = append(cur, c)
-		case unicode.IsLetter(c) || unicode.IsDigit(c):
-			cur = append(cur, c)
-		default:
-			flush()
-		}
-		prev = c
-	}
-	flush()
-	return out
 }
 
 // toolDetails is get_tool_details' answer.

@@ -48,6 +48,9 @@ type registry struct {
 	byName  map[string]*entry
 	// meta shadows byName for direct calls in search mode.
 	meta map[string]*entry
+
+	searchOnce sync.Once
+	index      *toolcache.Registry // search index over catalog
 }
 
 var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

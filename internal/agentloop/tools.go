@@ -33,18 +33,18 @@ func metaTools() []llm.Tool {
 	return []llm.Tool{
 		{
 			Name:        ToolSearchTools,
-			Description: "Search the available tools by keywords. Returns matching tool names with one-line descriptions. Call get_tool_details before calling a tool you have not used yet.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Keywords describing what the tool should do."},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"Maximum number of results (default 10)."}},"required":["query"],"additionalProperties":false}`),
+			Description: "Find tools by keywords; returns names and one-line descriptions.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"default 10"}},"required":["query"],"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolGetToolDetails,
-			Description: "Get a tool's full description, input JSON Schema and annotations.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Exact tool name from search_tools."}},"required":["name"],"additionalProperties":false}`),
+			Description: "Get a tool's description and input JSON Schema. Use it before call_tool.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolCallTool,
-			Description: "Call a tool by name. The arguments must match the tool's input schema (see get_tool_details).",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Exact tool name."},"arguments":{"type":"object","description":"Arguments for the tool, as a JSON object."}},"required":["name","arguments"],"additionalProperties":false}`),
+			Description: "Call a tool by name with arguments matching its input schema.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}},"required":["name","arguments"],"additionalProperties":false}`),
 		},
 	}
 }
@@ -133,8 +133,17 @@ func OneLine(desc string) string {
 		}
 	}
 	// First sentence: a period followed by a space ends it (not "e.g. x").
-	if i := strings.Index(line, ". "); i > 0 && !strings.HasSuffix(line[:i], "e.g") && !strings.HasSuffix(line[:i], "i.e") {
-		line = line[:i+1]
+	for off := 0; ; {
+		i := strings.Index(line[off:], ". ")
+		if i < 0 {
+			break
+		}
+		end := off + i
+		if !strings.HasSuffix(line[:end], "e.g") && !strings.HasSuffix(line[:end], "i.e") && !strings.HasSuffix(line[:end], "etc") {
+			line = line[:end+1]
+			break
+		}
+		off = end + 2
 	}
 	if len(line) > maxOneLineDescLength {
 		cut := maxOneLineDescLength - len("…")
