@@ -1,0 +1,283 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/jetagent/jetagent/internal/llm"
+)
+
+// childEnv, when set, makes the test binary act as a worker process for
+// the crash test (see crash_test.go).
+const childEnv = "JETAGENT_JOBS_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(runChildWorker())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// waitTimeout bounds every wait in these tests: generous, because the
+// machine is shared; waits end as soon as the awaited thing happens.
+const waitTimeout = 20 * time.Second
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startServer runs an embedded JetStream server on a random local port
+// with its store in a temporary directory.
+func startServer(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := StartEmbedded(EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+func connect(t *testing.T, s *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// testTopology is short on waits so redelivery tests are quick.
+func testTopology() TopologyConfig {
+	return TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 3}
+}
+
+// startWorker runs a worker until the test ends (or the returned stop).
+func startWorker(t *testing.T, nc *nats.Conn, cfg Config) (*Worker, func()) {
+	t.Helper()
+	cfg.Conn = nc
+	if cfg.Topology.AckWait == 0 {
+		cfg.Topology = testTopology()
+	}
+	if cfg.FetchWait == 0 {
+		cfg.FetchWait = 200 * time.Millisecond
+	}
+	if cfg.RetryDelay == 0 {
+		cfg.RetryDelay = 20 * time.Millisecond
+	}
+	if cfg.RequeueDelay == 0 {
+		cfg.RequeueDelay = 20 * time.Millisecond
+	}
+	w, err := NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("worker did not start: %v", err)
+	case <-time.After(waitTimeout):
+		cancel()
+		t.Fatal("worker not ready in time")
+	}
+	stop := sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	t.Cleanup(stop)
+	return w, stop
+}
+
+func newClient(t *testing.T, nc *nats.Conn) *Client {
+	t.Helper()
+	c, err := NewClient(testContext(t), nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitStatus waits until the job's state has a final status (or want).
+func waitStatus(t *testing.T, c *Client, id string, want ...Status) *State {
+	t.Helper()
+	st, err := c.states.wait(testContext(t), id, func(s *State) bool {
+		if len(want) == 0 {
+			return s.Status.Terminal()
+		}
+		for _, w := range want {
+			if s.Status == w {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s to reach %v: %v", id, want, err)
+	}
+	return st
+}
+
+// testRunner acts out a job's task: "echo:X" answers X; "gate:G" waits for
+// release(G) and answers G; "block" waits for its context; "fail:X" fails
+// with X; "retry:X" fails with a Retryable X.
+type testRunner struct {
+	mu      sync.Mutex
+	runs    map[string]int
+	cur     int
+	peak    int
+	gates   map[string]chan struct{}
+	started chan string
+}
+
+func newTestRunner() *testRunner {
+	return &testRunner{runs: map[string]int{}, gates: map[string]chan struct{}{}, started: make(chan string, 1000)}
+}
+
+func (r *testRunner) gate(name string) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g, ok := r.gates[name]
+	if !ok {
+		g = make(chan struct{})
+		r.gates[name] = g
+	}
+	return g
+}
+
+func (r *testRunner) release(name string) { close(r.gate(name)) }
+
+func (r *testRunner) runCount(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[id]
+}
+
+func (r *testRunner) peakConcurrency() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.peak
+}
+
+// waitStarted returns the ids of the next n jobs to start.
+func (r *testRunner) waitStarted(t *testing.T, n int) []string {
+	t.Helper()
+	var ids []string
+	timeout := time.After(waitTimeout)
+	for len(ids) < n {
+		select {
+		case id := <-r.started:
+			ids = append(ids, id)
+		case <-timeout:
+			t.Fatalf("only %d of %d jobs started", len(ids), n)
+		}
+	}
+	return ids
+}
+
+func (r *testRunner) Run(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
+	r.mu.Lock()
+	r.runs[job.ID]++
+	r.cur++
+	r.peak = max(r.peak, r.cur)
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.cur--
+		r.mu.Unlock()
+	}()
+	r.started <- job.ID
+	verb, arg, _ := strings.Cut(job.Task, ":")
+	switch verb {
+	case "block":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case "gate":
+		select {
+		case <-r.gate(arg):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "fail":
+		return nil, errors.New(arg)
+	case "retry":
+		return nil, Retryable(errors.New(arg))
+	}
+	if err := env.Emit(ctx, "note", 1, map[string]string{"text": arg}); err != nil {
+		return nil, err
+	}
+	return &Outcome{
+		Answer: arg,
+		Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: job.Task},
+			{Role: llm.RoleAssistant, Content: arg},
+		},
+		Rounds: 1, StopReason: "final_answer", Mode: "full", Model: "test",
+		Usage: Usage{Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}},
+	}, nil
+}
+
+// streamMsgs returns the payloads and headers of every message of stream
+// on subject (a filter) stored so far.
+func streamMsgs(t *testing.T, nc *nats.Conn, stream, subject string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := testContext(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if subject == "" || subjectMatches(subject, m.Subject) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func subjectMatches(filter, subj string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subj, ".")
+	for i, tok := range f {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
