@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -89,114 +90,30 @@ func newTestMCPServer(ts *testServer, withResources bool) *server.MCPServer {
 	return s
 }
 
-// mcpToolSet adapts an mcp-go client to agentloop.ToolSet, the way
-// toolcache.View does for pooled sessions.
-type mcpToolSet struct {
-	c     *client.Client
-	tools []toolcache.Tool
-}
-
-// newToolSet starts the test MCP server and a client session to it.
-func newToolSet(t *testing.T, ts *testServer, withResources bool) *mcpToolSet {
+// newToolSet serves the test MCP server through a real toolcache pool (the
+// in-process transport) and returns a job's view of it, as the worker does.
+func newToolSet(t *testing.T, ts *testServer, withResources bool) *toolcache.View {
 	t.Helper()
-	ctx := t.Context()
-	c, err := client.NewInProcessClientWithOptions(newTestMCPServer(ts, withResources), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p, err := toolcache.NewPool(ctx, toolcache.Config{},
+		toolcache.WithInProcessServer("test", newTestMCPServer(ts, withResources), toolcache.ServerConfig{}),
+		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "agentloop-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("pool close: %v", err)
+		}
+	})
+	v, err := p.View(t.Name(), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &mcpToolSet{c: c}
-	for _, mt := range list.Tools {
-		raw, err := json.Marshal(mt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var def struct {
-			InputSchema json.RawMessage `json:"inputSchema"`
-		}
-		if err := json.Unmarshal(raw, &def); err != nil {
-			t.Fatal(err)
-		}
-		params, err := toolcache.NormalizeSchema(def.InputSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.tools = append(s.tools, toolcache.Tool{
-			Name: mt.Name, Original: mt.Name, Server: "test", Description: mt.Description,
-			InputSchema: def.InputSchema, Parameters: params,
-		})
+	t.Cleanup(func() { _ = v.Close() })
+	if len(v.Tools()) == 0 {
+		t.Fatalf("pool has no tools: %+v", p.Status())
 	}
-	return s
-}
-
-func (s *mcpToolSet) Tools() []toolcache.Tool { return s.tools }
-
-func (s *mcpToolSet) CallTool(ctx context.Context, name string, args json.RawMessage) (toolcache.Result, error) {
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := s.c.CallTool(ctx, req)
-	if err != nil {
-		return toolcache.Result{}, err
-	}
-	var texts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			texts = append(texts, tc.Text)
-		}
-	}
-	return toolcache.Result{Text: strings.Join(texts, "\n"), IsError: res.IsError}, nil
-}
-
-func (s *mcpToolSet) ListResources(ctx context.Context) ([]toolcache.Resource, error) {
-	res, err := s.c.ListResources(ctx, mcp.ListResourcesRequest{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]toolcache.Resource, len(res.Resources))
-	for i, r := range res.Resources {
-		out[i] = toolcache.Resource{Server: "test", URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}
-	}
-	return out, nil
-}
-
-func (s *mcpToolSet) ReadResource(ctx context.Context, uriOrName string) (string, error) {
-	uri := uriOrName
-	if !strings.Contains(uri, ":") {
-		list, err := s.ListResources(ctx)
-		if err != nil {
-			return "", err
-		}
-		for _, r := range list {
-			if r.Name == uriOrName {
-				uri = r.URI
-			}
-		}
-	}
-	req := mcp.ReadResourceRequest{}
-	req.Params.URI = uri
-	res, err := s.c.ReadResource(ctx, req)
-	if err != nil {
-		return "", err
-	}
-	var texts []string
-	for _, c := range res.Contents {
-		if tc, ok := c.(mcp.TextResourceContents); ok {
-			texts = append(texts, tc.Text)
-		}
-	}
-	return strings.Join(texts, "\n"), nil
+	return v
 }
