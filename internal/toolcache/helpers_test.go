@@ -214,3 +214,10 @@ func npmBin(t testing.TB, name string) string {
 }
 
 func stdioTestServerPath() string { return os.Args[0] }
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -132,7 +132,8 @@ func terms(text string) []string {
 		}
 		w := stem(strings.ToLower(string(cur)))
 		cur = cur[:0]
-		if w != "" && !stopWords[w] {
+		// Single letters ("s" of "repository's") carry no meaning; digits do.
+		if w != "" && !stopWords[w] && !(len(w) == 1 && w[0] >= 'a' && w[0] <= 'z') {
 			out = append(out, w)
 		}
 	}

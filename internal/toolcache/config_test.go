@@ -1,0 +1,113 @@
+package toolcache
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"GH_TOKEN": "s3cret", "HOME_DIR": "/home/u"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		name string
+		in   string
+		want map[string]ServerConfig
+		err  string
+	}{
+		{
+			name: "claude desktop stdio with env expansion",
+			in: `{"mcpServers": {"github": {"command": "github-mcp-server", "args": ["stdio", "--home=${HOME_DIR}"],
+				"env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GH_TOKEN}"}, "cwd": "/tmp"}}}`,
+			want: map[string]ServerConfig{"github": {
+				Command: "github-mcp-server", Args: []string{"stdio", "--home=/home/u"},
+				Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "s3cret"}, Cwd: "/tmp",
+				Type: TypeStdio, SessionMode: SessionShared,
+			}},
+		},
+		{
+			name: "vs code servers key, env: prefix, options",
+			in: `{"servers": {"api": {"type": "http", "url": "https://mcp.example.com/mcp",
+				"headers": {"Authorization": "Bearer ${env:GH_TOKEN}"},
+				"callTimeout": "45s", "maxConcurrent": 4, "sessionMode": "per-job",
+				"allow": ["get_*"], "deny": ["*delete*"]}}, "inputs": []}`,
+			want: map[string]ServerConfig{"api": {
+				URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"},
+				Type: TypeHTTP, CallTimeout: Duration(45 * time.Second), MaxConcurrent: 4,
+				SessionMode: SessionPerJob, Allow: []string{"get_*"}, Deny: []string{"*delete*"},
+			}},
+		},
+		{
+			name: "url infers http, sse explicit, numeric timeout, disabled",
+			in: `{"mcpServers": {"a": {"url": "http://localhost:1/mcp"}, "b": {"url": "http://localhost:2/sse", "type": "sse", "callTimeout": 2.5},
+				"c": {"command": "x", "disabled": true}, "d": {"url": "http://h/mcp", "type": "streamable-http"}}}`,
+			want: map[string]ServerConfig{
+				"a": {URL: "http://localhost:1/mcp", Type: TypeHTTP, SessionMode: SessionShared},
+				"b": {URL: "http://localhost:2/sse", Type: TypeSSE, SessionMode: SessionShared, CallTimeout: Duration(2500 * time.Millisecond)},
+				"c": {Command: "x", Type: TypeStdio, SessionMode: SessionShared, Disabled: true},
+				"d": {URL: "http://h/mcp", Type: TypeHTTP, SessionMode: SessionShared},
+			},
+		},
+		{name: "not json", in: `{"mcpServers": `, err: "not valid JSON"},
+		{name: "no servers key", in: `{"tools": {}}`, err: `neither "mcpServers" nor "servers"`},
+		{name: "both command and url", in: `{"mcpServers": {"x": {"command": "a", "url": "http://b"}}}`, err: `server "x": command and url`},
+		{name: "neither", in: `{"mcpServers": {"x": {"args": ["a"]}}}`, err: `server "x": command or url`},
+		{name: "unknown type", in: `{"mcpServers": {"x": {"url": "http://b", "type": "ws"}}}`, err: `server "x": type: unknown transport "ws"`},
+		{name: "stdio type with url", in: `{"mcpServers": {"x": {"url": "http://b", "type": "stdio"}}}`, err: `server "x": type: stdio needs command`},
+		{name: "sse with command", in: `{"mcpServers": {"x": {"command": "a", "type": "sse"}}}`, err: `server "x": type: "sse" does not go with command`},
+		{name: "bad url", in: `{"mcpServers": {"x": {"url": "localhost:8080"}}}`, err: `server "x": url: "localhost:8080" is not an http(s) URL`},
+		{name: "headers on stdio", in: `{"mcpServers": {"x": {"command": "a", "headers": {"A": "b"}}}}`, err: `server "x": headers: only for http and sse`},
+		{name: "args on http", in: `{"mcpServers": {"x": {"url": "http://a", "args": ["b"]}}}`, err: `server "x": args, env, cwd: only for stdio`},
+		{name: "session mode", in: `{"mcpServers": {"x": {"command": "a", "sessionMode": "pooled"}}}`, err: `server "x": sessionMode: "pooled"`},
+		{name: "negative concurrency", in: `{"mcpServers": {"x": {"command": "a", "maxConcurrent": -1}}}`, err: `server "x": maxConcurrent: -1 is negative`},
+		{name: "bad duration", in: `{"mcpServers": {"x": {"command": "a", "callTimeout": "soon"}}}`, err: `server "x": invalid duration "soon"`},
+		{name: "bad glob", in: `{"mcpServers": {"x": {"command": "a", "deny": ["ok", "[x"]}}}`, err: `server "x": deny[1]: bad glob "[x"`},
+		{name: "unset variable", in: `{"mcpServers": {"x": {"url": "http://a", "headers": {"Authorization": "Bearer ${NOPE}"}}}}`, err: `server "x": headers.Authorization: environment variable NOPE is not set`},
+		{name: "modern protocol pinned", in: `{"mcpServers": {"x": {"command": "a", "protocolVersion": "2026-07-28"}}}`, err: `server "x": protocolVersion: "2026-07-28"`},
+		{name: "same name twice", in: `{"mcpServers": {"x": {"command": "a"}}, "servers": {"x": {"command": "b"}}}`, err: `server "x": defined in both`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := ParseConfigWithEnv([]byte(tc.in), lookup)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Servers, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", cfg.Servers, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigExpandsProcessEnv(t *testing.T) {
+	t.Setenv("TOOLCACHE_TEST_TOKEN", "from-env")
+	path := t.TempDir() + "/mcp.json"
+	writeFile(t, path, `{"mcpServers": {"x": {"command": "srv", "env": {"TOKEN": "${TOOLCACHE_TEST_TOKEN}"}}}}`)
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Servers["x"].Env["TOKEN"]; got != "from-env" {
+		t.Errorf("TOKEN = %q", got)
+	}
+	if _, err := LoadConfig(path + ".missing"); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+func TestNewPoolRejectsInvalidConfig(t *testing.T) {
+	t.Parallel()
+	_, err := NewPool(t.Context(), Config{Servers: map[string]ServerConfig{"x": {}}})
+	if err == nil || !strings.Contains(err.Error(), `server "x"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
