@@ -1,0 +1,163 @@
+package clienttools
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// Caller is the worker's side: it asks a job's submitter to run client
+// tools. It is safe for concurrent use.
+type Caller struct {
+	nc      *nats.Conn
+	jobID   string
+	secret  string
+	subject string
+	o       Options
+}
+
+// NewCaller returns a Caller for the job jobID whose submitter holds secret
+// (the job's client_secret).
+func NewCaller(nc *nats.Conn, jobID, secret string, o Options) (*Caller, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil connection", ErrConfig)
+	}
+	if err := checkJobID(jobID); err != nil {
+		return nil, err
+	}
+	if err := checkSecret(secret); err != nil {
+		return nil, err
+	}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Caller{nc: nc, jobID: jobID, secret: secret, subject: Subject(o.Prefix, jobID), o: o}, nil
+}
+
+// Subject is where this Caller publishes its requests.
+func (c *Caller) Subject() string { return c.subject }
+
+// Retry pacing while nobody listens on the subject (the submitter may be
+// reconnecting): the worker keeps asking until its timeout.
+const (
+	firstRetry = 100 * time.Millisecond
+	maxRetry   = 2 * time.Second
+)
+
+// Call asks the submitter to run the tool name with args (a JSON object;
+// empty means {}) and waits for its answer, at most the configured timeout.
+// A tool failure reported by the submitter is a Result with IsError; the
+// error is for the transport: ErrNoAnswer on timeout, ErrAnswerTooLarge,
+// ErrArgsTooLarge, or ctx's error when ctx ends first. Answers that fail
+// authentication are ignored (see Options.OnReject) and the wait goes on.
+func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (toolcache.Result, error) {
+	if !nameRE.MatchString(name) {
+		return toolcache.Result{}, fmt.Errorf("client tool %q: invalid name", name)
+	}
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if len(args) > c.o.MaxArgs {
+		return toolcache.Result{}, fmt.Errorf("client tool %q: %w (%d bytes > %d)", name, ErrArgsTooLarge, len(args), c.o.MaxArgs)
+	}
+	if !json.Valid(args) || args[0] != '{' {
+		return toolcache.Result{}, fmt.Errorf("client tool %q: arguments are not a JSON object", name)
+	}
+	idb := make([]byte, 16)
+	if _, err := rand.Read(idb); err != nil {
+		return toolcache.Result{}, fmt.Errorf("client tool %q: request id: %w", name, err)
+	}
+	deadline := time.Now().Add(c.o.Timeout)
+	req := Request{V: WireVersion, ID: hex.EncodeToString(idb), JobID: c.jobID, Tool: name, Arguments: string(args), DeadlineMS: deadline.UnixMilli()}
+	req.Sign(c.secret)
+	data, err := json.Marshal(&req)
+	if err != nil {
+		return toolcache.Result{}, fmt.Errorf("client tool %q: %w", name, err)
+	}
+
+	// Our own inbox rather than nc.Request: Request takes the first reply,
+	// so anyone who sees the request could answer first; here only an answer
+	// with a valid MAC ends the wait.
+	inbox := c.nc.NewInbox()
+	sub, err := c.nc.SubscribeSync(inbox)
+	if err != nil {
+		return toolcache.Result{}, fmt.Errorf("client tool %q: subscribe: %w", name, err)
+	}
+	defer sub.Unsubscribe() //nolint:errcheck // best effort; the inbox is unique
+	_ = sub.SetPendingLimits(256, 8*c.o.MaxAnswer+(1<<20))
+
+	waitCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	publish := func() error {
+		if err := c.nc.PublishMsg(&nats.Msg{Subject: c.subject, Reply: inbox, Data: data}); err != nil {
+			return fmt.Errorf("client tool %q: publish: %w", name, err)
+		}
+		return nil
+	}
+	if err := publish(); err != nil {
+		return toolcache.Result{}, err
+	}
+	var (
+		backoff     time.Duration
+		republishAt time.Time // non-zero: ask again then
+		listening   = true
+	)
+	for {
+		wctx, wcancel := waitCtx, context.CancelFunc(func() {})
+		if !republishAt.IsZero() {
+			wctx, wcancel = context.WithDeadline(waitCtx, republishAt)
+		}
+		msg, err := sub.NextMsgWithContext(wctx)
+		wcancel()
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			// Nobody subscribed (the submitter may be reconnecting): ask
+			// again a little later, until the timeout.
+			listening = false
+			backoff = min(max(2*backoff, firstRetry), maxRetry)
+			republishAt = time.Now().Add(backoff)
+			continue
+		case err == nil:
+		case ctx.Err() != nil:
+			return toolcache.Result{}, fmt.Errorf("client tool %q: %w", name, ctx.Err())
+		case waitCtx.Err() != nil:
+			why := "the submitter did not answer"
+			if !listening {
+				why = "no submitter listening on " + c.subject
+			}
+			return toolcache.Result{}, fmt.Errorf("client tool %q: %w after %s (%s)", name, ErrNoAnswer, c.o.Timeout, why)
+		case !republishAt.IsZero() && errors.Is(err, context.DeadlineExceeded):
+			if err := publish(); err != nil {
+				return toolcache.Result{}, err
+			}
+			republishAt, listening = time.Time{}, true // until another 503
+			continue
+		default:
+			return toolcache.Result{}, fmt.Errorf("client tool %q: %w", name, err)
+		}
+		var a Answer
+		if err := json.Unmarshal(msg.Data, &a); err != nil {
+			c.o.OnReject(fmt.Errorf("%w: undecodable answer: %v", ErrRejected, err))
+			continue
+		}
+		if err := a.Verify(c.secret, req.ID); err != nil {
+			c.o.OnReject(err)
+			continue
+		}
+		if len(a.Output) > c.o.MaxAnswer {
+			return toolcache.Result{}, fmt.Errorf("client tool %q: %w (%d bytes > %d)", name, ErrAnswerTooLarge, len(a.Output), c.o.MaxAnswer)
+		}
+		return toolcache.Result{Text: a.Output, IsError: a.IsError}, nil
+	}
+}

@@ -1,0 +1,370 @@
+package clienttools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	h := func(_ context.Context, name string, args json.RawMessage) (string, bool, error) {
+		switch name {
+		case "fail":
+			return "it broke", true, nil
+		case "err":
+			return "", false, errors.New("handler failed")
+		}
+		return echo(context.Background(), name, args)
+	}
+	serve(t, submitter, "job-rt", testSecret, h, Options{})
+	c := newCaller(t, worker, "job-rt", testSecret, Options{Timeout: 10 * time.Second})
+	tests := []struct {
+		name, tool, args, want string
+		isErr                  bool
+	}{
+		{"echo", "echo", `{"a":1}`, `echo {"a":1}`, false},
+		{"empty args are {}", "echo", ``, `echo {}`, false},
+		{"unicode", "echo", `{"s":"héllo ✓\n"}`, `echo {"s":"héllo ✓\n"}`, false},
+		{"tool error", "fail", `{}`, "it broke", true},
+		{"handler error", "err", `{}`, "handler failed", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := c.Call(testCtx(t), tt.tool, json.RawMessage(tt.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Text != tt.want || res.IsError != tt.isErr {
+				t.Errorf("got %q (isError %v), want %q (isError %v)", res.Text, res.IsError, tt.want, tt.isErr)
+			}
+		})
+	}
+}
+
+func TestTimeoutIsClearError(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	started := make(chan struct{}, 1)
+	serve(t, submitter, "job-slow", testSecret, blockUntilCancelled(started), Options{})
+	c := newCaller(t, worker, "job-slow", testSecret, Options{Timeout: 300 * time.Millisecond})
+	_, err := c.Call(testCtx(t), "slow", nil)
+	if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "did not answer") {
+		t.Fatalf("got %v, want ErrNoAnswer (did not answer)", err)
+	}
+	recv(t, started)
+}
+
+func TestNoSubmitter(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	c := newCaller(t, connect(t, s), "job-alone", testSecret, Options{Timeout: 400 * time.Millisecond})
+	_, err := c.Call(testCtx(t), "echo", nil)
+	if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "no submitter listening on agent.client.job-alone") {
+		t.Fatalf("got %v, want ErrNoAnswer naming the missing listener", err)
+	}
+}
+
+// A submitter that subscribes after the first request (found no responder)
+// still gets asked again before the timeout.
+func TestLateSubmitter(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	c := newCaller(t, worker, "job-late", testSecret, Options{Timeout: 20 * time.Second})
+	done := make(chan error, 1)
+	go func() {
+		res, err := c.Call(testCtx(t), "echo", json.RawMessage(`{"late":true}`))
+		if err == nil && res.Text != `echo {"late":true}` {
+			err = fmt.Errorf("got %q", res.Text)
+		}
+		done <- err
+	}()
+	serve(t, submitter, "job-late", testSecret, echo, Options{})
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWrongSecretIgnored(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	rejected := make(chan error, 4)
+	var ran atomic.Int32
+	serve(t, submitter, "job-sec", strings.Repeat("x", 32), func(ctx context.Context, n string, a json.RawMessage) (string, bool, error) {
+		ran.Add(1)
+		return echo(ctx, n, a)
+	}, Options{OnReject: func(err error) { rejected <- err }})
+	c := newCaller(t, worker, "job-sec", testSecret, Options{Timeout: 500 * time.Millisecond})
+	_, err := c.Call(testCtx(t), "echo", nil)
+	if !errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("got %v, want ErrNoAnswer", err)
+	}
+	if rej := recv(t, rejected); !errors.Is(rej, ErrRejected) || !strings.Contains(rej.Error(), "bad mac") {
+		t.Errorf("rejection %v, want bad mac", rej)
+	}
+	if n := ran.Load(); n != 0 {
+		t.Errorf("handler ran %d times for an unauthenticated request", n)
+	}
+}
+
+// Anyone who sees a request can reply to its inbox: a forged answer is
+// ignored and the real one, arriving later, is taken.
+func TestForgedAnswerIgnored(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter, rogue := connect(t, s), connect(t, s), connect(t, s)
+	forgedSeen := make(chan struct{})
+	var once sync.Once
+	c := newCaller(t, worker, "job-forge", testSecret, Options{
+		Timeout:  10 * time.Second,
+		OnReject: func(error) { once.Do(func() { close(forgedSeen) }) },
+	})
+	sub, err := rogue.Subscribe(Subject("agent", "job-forge"), func(m *nats.Msg) {
+		var req Request
+		_ = json.Unmarshal(m.Data, &req)
+		a := Answer{V: WireVersion, ID: req.ID, Output: "forged"}
+		a.Sign(strings.Repeat("y", 32))
+		b, _ := json.Marshal(a)
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	serve(t, submitter, "job-forge", testSecret, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
+		select { // answer only once the forged answer was rejected
+		case <-forgedSeen:
+			return "genuine", false, nil
+		case <-ctx.Done():
+			return "", true, ctx.Err()
+		}
+	}, Options{})
+	res, err := c.Call(testCtx(t), "echo", nil)
+	if err != nil || res.Text != "genuine" {
+		t.Fatalf("got %q, %v; want genuine", res.Text, err)
+	}
+}
+
+func TestReplayedRequestRejected(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter, spy := connect(t, s), connect(t, s), connect(t, s)
+	captured := make(chan *nats.Msg, 1)
+	sub, err := spy.Subscribe(Subject("agent", "job-replay"), func(m *nats.Msg) { captured <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rejected := make(chan error, 1)
+	var ran atomic.Int32
+	serve(t, submitter, "job-replay", testSecret, func(ctx context.Context, n string, a json.RawMessage) (string, bool, error) {
+		ran.Add(1)
+		return echo(ctx, n, a)
+	}, Options{OnReject: func(err error) { rejected <- err }})
+	c := newCaller(t, worker, "job-replay", testSecret, Options{Timeout: 10 * time.Second})
+	if _, err := c.Call(testCtx(t), "echo", nil); err != nil {
+		t.Fatal(err)
+	}
+	m := recv(t, captured)
+	if err := spy.PublishMsg(&nats.Msg{Subject: m.Subject, Reply: spy.NewInbox(), Data: m.Data}); err != nil {
+		t.Fatal(err)
+	}
+	if rej := recv(t, rejected); !strings.Contains(rej.Error(), "replayed") {
+		t.Errorf("rejection %v, want replayed", rej)
+	}
+	if n := ran.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+}
+
+func TestSizeLimits(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	big := func(n int) Handler {
+		return func(context.Context, string, json.RawMessage) (string, bool, error) {
+			return strings.Repeat("z", n), false, nil
+		}
+	}
+	// Submitter allows big answers, the worker does not: rejected by the worker.
+	serve(t, submitter, "job-big", testSecret, big(5000), Options{MaxAnswer: 1 << 20})
+	c := newCaller(t, worker, "job-big", testSecret, Options{Timeout: 10 * time.Second, MaxAnswer: 1000})
+	if _, err := c.Call(testCtx(t), "echo", nil); !errors.Is(err, ErrAnswerTooLarge) {
+		t.Errorf("worker limit: got %v, want ErrAnswerTooLarge", err)
+	}
+	// The submitter's own limit turns the answer into a tool error.
+	serve(t, submitter, "job-big2", testSecret, big(5000), Options{MaxAnswer: 100})
+	c2 := newCaller(t, worker, "job-big2", testSecret, Options{Timeout: 10 * time.Second})
+	res, err := c2.Call(testCtx(t), "echo", nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "answer too large") {
+		t.Errorf("submitter limit: got %+v, %v; want a tool error", res, err)
+	}
+	// Beyond NATS's max payload: a tool error, not a lost answer.
+	serve(t, submitter, "job-big3", testSecret, big(int(submitter.MaxPayload())+10), Options{MaxAnswer: 8 << 20})
+	c3 := newCaller(t, worker, "job-big3", testSecret, Options{Timeout: 10 * time.Second, MaxAnswer: 8 << 20})
+	res, err = c3.Call(testCtx(t), "echo", nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "too large for NATS") {
+		t.Errorf("max payload: got %.80q, %v; want a tool error", res.Text, err)
+	}
+	// Arguments over the worker's limit are refused before sending.
+	c4 := newCaller(t, worker, "job-none", testSecret, Options{MaxArgs: 10})
+	if _, err := c4.Call(testCtx(t), "echo", json.RawMessage(`{"long":"aaaaaaaaaa"}`)); !errors.Is(err, ErrArgsTooLarge) {
+		t.Errorf("args: got %v, want ErrArgsTooLarge", err)
+	}
+	for _, bad := range []string{`[1]`, `{"a":`, `"s"`} {
+		if _, err := c4.Call(testCtx(t), "echo", json.RawMessage(bad)); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+			t.Errorf("args %s: got %v, want not a JSON object", bad, err)
+		}
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	// Every call must be in flight at once before any is answered.
+	const n = 24
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	serve(t, submitter, "job-many", testSecret, func(ctx context.Context, name string, args json.RawMessage) (string, bool, error) {
+		arrived.Done()
+		select {
+		case <-all:
+		case <-ctx.Done():
+			return "", true, ctx.Err()
+		}
+		return echo(ctx, name, args)
+	}, Options{MaxActive: n})
+	c := newCaller(t, worker, "job-many", testSecret, Options{Timeout: 20 * time.Second})
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			args := fmt.Sprintf(`{"i":%d}`, i)
+			res, err := c.Call(testCtx(t), "echo", json.RawMessage(args))
+			if err == nil && res.Text != "echo "+args {
+				err = fmt.Errorf("call %d got %q", i, res.Text)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := recv(t, errs); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestCancellation(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	started := make(chan struct{}, 1)
+	serve(t, submitter, "job-cancel", testSecret, blockUntilCancelled(started), Options{})
+	c := newCaller(t, worker, "job-cancel", testSecret, Options{Timeout: time.Minute})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() { _, err := c.Call(ctx, "slow", nil); done <- err }()
+	recv(t, started)
+	cancel()
+	if err := recv(t, done); !errors.Is(err, context.Canceled) || errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// stop cancels running handlers and waits for them.
+func TestStopWaitsForHandlers(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	started := make(chan struct{}, 1)
+	var finished atomic.Bool
+	stop, err := Serve(testCtx(t), submitter, "job-stop", testSecret, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		finished.Store(true)
+		return "", true, ctx.Err()
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCaller(t, worker, "job-stop", testSecret, Options{Timeout: 10 * time.Second})
+	done := make(chan error, 1)
+	go func() { _, err := c.Call(testCtx(t), "slow", nil); done <- err }()
+	recv(t, started)
+	stop()
+	if !finished.Load() {
+		t.Error("stop returned before the handler finished")
+	}
+	stop() // idempotent
+	// The cancelled handler's error still answers the worker.
+	if err := recv(t, done); err != nil {
+		t.Errorf("call after stop: %v", err)
+	}
+}
+
+func TestConfigValidated(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	nc := connect(t, s)
+	h := Handler(echo)
+	tests := []struct {
+		name        string
+		nc          *nats.Conn
+		job, secret string
+		o           Options
+	}{
+		{"nil conn", nil, "j", testSecret, Options{}},
+		{"job id with a dot", nc, "a.b", testSecret, Options{}},
+		{"job id wildcard", nc, "*", testSecret, Options{}},
+		{"short secret", nc, "j", "short", Options{}},
+		{"prefix wildcard", nc, "j", testSecret, Options{Prefix: "agent.>"}},
+		{"negative timeout", nc, "j", testSecret, Options{Timeout: -time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := NewCaller(tt.nc, tt.job, tt.secret, tt.o); !errors.Is(err, ErrConfig) {
+				t.Errorf("NewCaller: got %v, want ErrConfig", err)
+			}
+			if stop, err := Serve(testCtx(t), tt.nc, tt.job, tt.secret, h, tt.o); !errors.Is(err, ErrConfig) {
+				t.Errorf("Serve: got %v, want ErrConfig", err)
+				if stop != nil {
+					stop()
+				}
+			}
+		})
+	}
+}
+
+func TestCustomPrefix(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	serve(t, submitter, "job-p", testSecret, echo, Options{Prefix: "acme.agent"})
+	c := newCaller(t, worker, "job-p", testSecret, Options{Prefix: "acme.agent", Timeout: 10 * time.Second})
+	if c.Subject() != "acme.agent.client.job-p" {
+		t.Errorf("subject %q", c.Subject())
+	}
+	if res, err := c.Call(testCtx(t), "echo", nil); err != nil || res.Text != "echo {}" {
+		t.Fatalf("got %q, %v", res.Text, err)
+	}
+}

@@ -1,0 +1,138 @@
+package clienttools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// Decl is a client tool declared in a job (its client_tools entry).
+type Decl struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Limits on a job's declarations; zero fields take the defaults.
+type DeclLimits struct {
+	MaxTools     int // default 64
+	MaxDeclBytes int // one declaration's JSON, default 16 KiB
+	MaxBytes     int // all declarations' JSON, default 128 KiB
+}
+
+func (l DeclLimits) withDefaults() DeclLimits {
+	if l.MaxTools <= 0 {
+		l.MaxTools = 64
+	}
+	if l.MaxDeclBytes <= 0 {
+		l.MaxDeclBytes = 16 << 10
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = 128 << 10
+	}
+	return l
+}
+
+// ValidateDecls checks a job's declarations: names valid for providers and
+// unique, input schemas JSON objects that compile (draft 2020-12, no remote
+// $ref), and sizes within the limits. Every problem is reported, joined,
+// each wrapping ErrInvalidDecl.
+func ValidateDecls(decls []Decl, lim DeclLimits) error {
+	lim = lim.withDefaults()
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidDecl}, a...)...))
+	}
+	if len(decls) > lim.MaxTools {
+		bad("%d client tools, at most %d", len(decls), lim.MaxTools)
+	}
+	seen := map[string]bool{}
+	total := 0
+	for i, d := range decls {
+		b, err := json.Marshal(d)
+		if err != nil {
+			bad("client tool %d (%q): %v", i, d.Name, err)
+			continue
+		}
+		total += len(b)
+		if len(b) > lim.MaxDeclBytes {
+			bad("client tool %q: %d bytes, at most %d", d.Name, len(b), lim.MaxDeclBytes)
+		}
+		if !nameRE.MatchString(d.Name) {
+			bad("client tool %d: name %q does not match ^[a-zA-Z0-9_-]{1,64}$", i, d.Name)
+		}
+		if seen[d.Name] {
+			bad("client tool %q declared twice", d.Name)
+		}
+		seen[d.Name] = true
+		if err := compileSchema(d.InputSchema); err != nil {
+			bad("client tool %q: input_schema: %v", d.Name, err)
+		}
+	}
+	if total > lim.MaxBytes {
+		bad("client tools take %d bytes, at most %d", total, lim.MaxBytes)
+	}
+	return errors.Join(errs...)
+}
+
+func compileSchema(schema json.RawMessage) error {
+	s := bytes.TrimSpace(schema)
+	if len(s) == 0 || s[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(s))
+	if err != nil {
+		return err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	const url = "client-tool.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return err
+	}
+	_, err = c.Compile(url)
+	return err
+}
+
+// Merge adds the client tools to the server tools. The server wins: a client
+// tool whose name a server tool (or an earlier client tool) already has is
+// left out and its name returned in clashes, for the loop to report as an
+// event. Client tools come after the server tools, in declaration order,
+// with Server "" and Parameters normalised as for MCP tools. Validate the
+// declarations first: a schema Merge cannot normalise is offered as
+// {"type":"object"} (the worker still validates against InputSchema).
+func Merge(server []toolcache.Tool, client []Decl) (merged []toolcache.Tool, clashes []string) {
+	merged = append(make([]toolcache.Tool, 0, len(server)+len(client)), server...)
+	taken := make(map[string]bool, len(server)+len(client))
+	for _, t := range server {
+		taken[t.Name] = true
+	}
+	for _, d := range client {
+		if taken[d.Name] {
+			clashes = append(clashes, d.Name)
+			continue
+		}
+		taken[d.Name] = true
+		params, err := toolcache.NormalizeSchema(d.InputSchema)
+		if err != nil {
+			params = json.RawMessage(`{"type":"object"}`)
+		}
+		in := d.InputSchema
+		if len(bytes.TrimSpace(in)) == 0 {
+			in = json.RawMessage(`{"type":"object"}`)
+		}
+		merged = append(merged, toolcache.Tool{
+			Name:        d.Name,
+			Original:    d.Name,
+			Description: d.Description,
+			InputSchema: in,
+			Parameters:  params,
+		})
+	}
+	return merged, clashes
+}

@@ -1,0 +1,181 @@
+package clienttools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Handler runs one client tool for the submitter. A tool failure is
+// (message, true, nil); a non-nil error is also answered as a tool error
+// carrying its text, so the worker never waits in vain.
+type Handler func(ctx context.Context, name string, args json.RawMessage) (output string, isError bool, err error)
+
+// clockSkew is how far past its deadline a request is still accepted, so
+// that worker and submitter clocks need not agree closely; request ids are
+// remembered that long to refuse replays.
+const clockSkew = 2 * time.Minute
+
+// Serve answers the client tool requests of job jobID with h until stop is
+// called; stop must be called. When ctx ends, running handlers are
+// cancelled and new requests ignored. Only requests carrying a valid MAC under secret are
+// run; others are ignored (Options.OnReject). Handlers run concurrently (at
+// most Options.MaxActive), each within Options.Timeout. stop waits for
+// running handlers, cancelling them first.
+func Serve(ctx context.Context, nc *nats.Conn, jobID, secret string, h Handler, o Options) (stop func(), err error) {
+	if nc == nil || h == nil {
+		return nil, fmt.Errorf("%w: nil connection or handler", ErrConfig)
+	}
+	if err := checkJobID(jobID); err != nil {
+		return nil, err
+	}
+	if err := checkSecret(secret); err != nil {
+		return nil, err
+	}
+	if o, err = o.withDefaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &responder{nc: nc, jobID: jobID, secret: secret, h: h, o: o, ctx: ctx, sem: make(chan struct{}, o.MaxActive), seen: map[string]time.Time{}}
+	sub, err := nc.Subscribe(Subject(o.Prefix, jobID), s.receive)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("clienttools: subscribe: %w", err)
+	}
+	// The subscription must be known to the server before the job is
+	// submitted, or the first request finds no responder.
+	if err := nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		cancel()
+		return nil, fmt.Errorf("clienttools: flush: %w", err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = sub.Unsubscribe()
+			cancel()
+			// A callback may still be running after Unsubscribe; closed
+			// keeps it from adding to wg while we wait.
+			s.mu.Lock()
+			s.closed = true
+			s.mu.Unlock()
+			s.wg.Wait()
+		})
+	}
+	return stop, nil
+}
+
+type responder struct {
+	nc     *nats.Conn
+	jobID  string
+	secret string
+	h      Handler
+	o      Options
+	ctx    context.Context
+	sem    chan struct{}
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	seen   map[string]time.Time // request id -> forget after
+}
+
+// receive runs on the subscription's goroutine: it authenticates, then
+// hands the request to a goroutine, blocking while MaxActive are running.
+func (s *responder) receive(msg *nats.Msg) {
+	if s.ctx.Err() != nil {
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(msg.Data, &req); err != nil {
+		s.o.OnReject(fmt.Errorf("%w: undecodable request: %v", ErrRejected, err))
+		return
+	}
+	if err := req.Verify(s.secret); err != nil {
+		s.o.OnReject(err)
+		return
+	}
+	switch {
+	case req.JobID != s.jobID:
+		s.o.OnReject(fmt.Errorf("%w: request for job %q", ErrRejected, req.JobID))
+		return
+	case msg.Reply == "":
+		s.o.OnReject(fmt.Errorf("%w: request without reply subject", ErrRejected))
+		return
+	case !s.fresh(req):
+		s.o.OnReject(fmt.Errorf("%w: stale or replayed request %s", ErrRejected, req.ID))
+		return
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.ctx.Done():
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.sem
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.sem }()
+		s.answer(msg.Reply, req)
+	}()
+}
+
+// fresh records req.ID and tells whether it is neither stale nor a replay.
+func (s *responder) fresh(req Request) bool {
+	now := time.Now()
+	forget := time.UnixMilli(req.DeadlineMS).Add(clockSkew)
+	if now.After(forget) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.seen[req.ID]; dup {
+		return false
+	}
+	for id, t := range s.seen {
+		if now.After(t) {
+			delete(s.seen, id)
+		}
+	}
+	s.seen[req.ID] = forget
+	return true
+}
+
+func (s *responder) answer(reply string, req Request) {
+	a := Answer{V: WireVersion, ID: req.ID}
+	if len(req.Arguments) > s.o.MaxArgs {
+		a.Output, a.IsError = fmt.Sprintf("arguments too large (%d bytes > %d)", len(req.Arguments), s.o.MaxArgs), true
+	} else {
+		ctx, cancel := context.WithTimeout(s.ctx, s.o.Timeout)
+		out, isErr, err := s.h(ctx, req.Tool, json.RawMessage(req.Arguments))
+		cancel()
+		a.Output, a.IsError = out, isErr
+		if err != nil {
+			a.Output, a.IsError = err.Error(), true
+		}
+	}
+	if len(a.Output) > s.o.MaxAnswer {
+		a.Output, a.IsError = fmt.Sprintf("answer too large (%d bytes > %d)", len(a.Output), s.o.MaxAnswer), true
+	}
+	a.Sign(s.secret)
+	data, err := json.Marshal(&a)
+	if err == nil && int64(len(data)) > s.nc.MaxPayload() {
+		a = Answer{V: WireVersion, ID: req.ID, IsError: true, Output: fmt.Sprintf("answer too large for NATS (%d bytes > %d)", len(data), s.nc.MaxPayload())}
+		a.Sign(s.secret)
+		data, err = json.Marshal(&a)
+	}
+	if err != nil {
+		return // Marshal of strings cannot fail; the worker times out.
+	}
+	_ = s.nc.Publish(reply, data) // a lost answer becomes the worker's ErrNoAnswer
+}
