@@ -97,7 +97,8 @@ type Config struct {
 // Loop runs agent jobs. It holds no per-job state and is safe for
 // concurrent use by many jobs.
 type Loop struct {
-	cfg Config
+	cfg    Config
+	tokens tokenCache
 }
 
 // New validates cfg, fills defaults and returns a Loop.

@@ -123,7 +123,7 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.fullToks, err = ToolTokens(full); err != nil {
+	if j.fullToks, err = l.tokens.count(full); err != nil {
 		return nil, err
 	}
 	if mode == ModeAuto {
@@ -133,7 +133,7 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if j.tools, err = BuildTools(mode, j.reg.catalog); err != nil {
 		return nil, err
 	}
-	if j.toolToks, err = ToolTokens(j.tools); err != nil {
+	if j.toolToks, err = l.tokens.count(j.tools); err != nil {
 		return nil, err
 	}
 	if mode == ModeSearch {
@@ -388,7 +388,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		}
 		retries++
 		tools, note = j.retryRequest(invalid)
-		if toolToks, err = ToolTokens(tools); err != nil {
+		if toolToks, err = j.l.tokens.count(tools); err != nil {
 			return turn{}, err
 		}
 		names := make([]string, len(invalid))

@@ -2,9 +2,11 @@ package agentloop
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/jetagent/jetagent/internal/llm"
@@ -160,8 +162,17 @@ func OneLine(desc string) string {
 // loop reports it in llm.request events and Usage; the tokens command
 // prints it.
 func ToolTokens(tools []llm.Tool) (int, error) {
+	b, err := toolsJSON(tools)
+	if err != nil || b == nil {
+		return 0, err
+	}
+	return countTokens(b)
+}
+
+// toolsJSON is the "tools" array as sent (nil for no tools).
+func toolsJSON(tools []llm.Tool) ([]byte, error) {
 	if len(tools) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	var b bytes.Buffer
 	b.WriteByte('[')
@@ -171,14 +182,52 @@ func ToolTokens(tools []llm.Tool) (int, error) {
 		}
 		j, err := llm.ToolJSON(t)
 		if err != nil {
-			return 0, fmt.Errorf("agentloop: encoding tools: %w", err)
+			return nil, fmt.Errorf("agentloop: encoding tools: %w", err)
 		}
 		b.Write(j)
 	}
 	b.WriteByte(']')
-	n, err := toolcache.CountTokens(b.String())
+	return b.Bytes(), nil
+}
+
+func countTokens(b []byte) (int, error) {
+	n, err := toolcache.CountTokens(string(b))
 	if err != nil {
 		return 0, fmt.Errorf("agentloop: %w", err)
 	}
+	return n, nil
+}
+
+// tokenCache remembers token counts of tools arrays by their SHA-256, so
+// jobs on the same catalog do not tokenise it again (a 527-tool catalog
+// costs about 160 ms to count; see BenchmarkBuildAndCount).
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]int
+}
+
+const tokenCacheSize = 256
+
+func (c *tokenCache) count(tools []llm.Tool) (int, error) {
+	b, err := toolsJSON(tools)
+	if err != nil || b == nil {
+		return 0, err
+	}
+	key := sha256.Sum256(b)
+	c.mu.Lock()
+	n, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	if n, err = countTokens(b); err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= tokenCacheSize {
+		c.m = map[[sha256.Size]byte]int{} // crude bound: catalogs change rarely
+	}
+	c.m[key] = n
+	c.mu.Unlock()
 	return n, nil
 }
