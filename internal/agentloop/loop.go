@@ -45,10 +45,7 @@ type job struct {
 func (l *Loop) Run(ctx context.Context, in Input) (*Result, error) {
 	j, err := l.newJob(ctx, in)
 	if err != nil {
-		res := &Result{StopReason: StopError, Mode: in.Mode}
-		if j != nil {
-			res = j.result("", StopError)
-		}
+		res := &Result{StopReason: stopReason(ctx), Mode: in.Mode}
 		l.emitOutcome(ctx, in.Sink, res, err)
 		return res, err
 	}
@@ -260,16 +257,21 @@ func (j *job) result(answer, stop string) *Result {
 
 // fail ends the job, classifying context ends as timeout or cancellation.
 func (j *job) fail(ctx context.Context, err error) (*Result, error) {
-	stop := StopError
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		stop = StopTimeout
-		err = ctx.Err()
-	case ctx.Err() != nil:
-		stop = StopCancelled
+	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	return j.result("", stop), fmt.Errorf("agentloop: job %q: %w", j.in.JobID, err)
+	return j.result("", stopReason(ctx)), fmt.Errorf("agentloop: job %q: %w", j.in.JobID, err)
+}
+
+// stopReason tells a context's end (timeout, cancellation) from an error.
+func stopReason(ctx context.Context) string {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return StopTimeout
+	case ctx.Err() != nil:
+		return StopCancelled
+	}
+	return StopError
 }
 
 func (j *job) checkpoint(ctx context.Context) {
