@@ -1,0 +1,91 @@
+package clienttools
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+func TestValidateDecls(t *testing.T) {
+	t.Parallel()
+	obj := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	many := make([]Decl, 65)
+	for i := range many {
+		many[i] = Decl{Name: fmt.Sprint("t", i), InputSchema: obj}
+	}
+	tests := []struct {
+		name  string
+		decls []Decl
+		lim   DeclLimits
+		want  string // "" means valid
+	}{
+		{"valid", []Decl{{Name: "read_local", Description: "reads", InputSchema: obj}}, DeclLimits{}, ""},
+		{"draft-07 schema", []Decl{{Name: "x", InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`)}}, DeclLimits{}, ""},
+		{"none", nil, DeclLimits{}, ""},
+		{"bad name", []Decl{{Name: "a.b", InputSchema: obj}}, DeclLimits{}, "does not match"},
+		{"empty name", []Decl{{InputSchema: obj}}, DeclLimits{}, "does not match"},
+		{"duplicate", []Decl{{Name: "a", InputSchema: obj}, {Name: "a", InputSchema: obj}}, DeclLimits{}, "declared twice"},
+		{"schema not an object", []Decl{{Name: "a", InputSchema: json.RawMessage(`[]`)}}, DeclLimits{}, "not a JSON object"},
+		{"schema missing", []Decl{{Name: "a"}}, DeclLimits{}, "not a JSON object"},
+		{"schema invalid", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"nope"}`)}}, DeclLimits{}, "input_schema"},
+		{"too many", many, DeclLimits{}, "at most 64"},
+		{"one too big", []Decl{{Name: "a", Description: strings.Repeat("d", 200), InputSchema: obj}}, DeclLimits{MaxDeclBytes: 100}, "at most 100"},
+		{"all too big", []Decl{{Name: "a", InputSchema: obj}, {Name: "b", InputSchema: obj}}, DeclLimits{MaxBytes: 150}, "at most 150"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateDecls(tt.decls, tt.lim)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.want != "" && (err == nil || !errors.Is(err, ErrInvalidDecl) || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("got %v, want ErrInvalidDecl mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMerge(t *testing.T) {
+	t.Parallel()
+	srv := []toolcache.Tool{
+		{Name: "read_file", Original: "read_file", Server: "fs", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "search", Original: "search", Server: "web"},
+	}
+	client := []Decl{
+		{Name: "read_file", Description: "shadow attempt", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "local_notes", Description: "notes", InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"q":{"type":"string"}}}`)},
+		{Name: "local_notes", Description: "twice"},
+		{Name: "no_schema"},
+	}
+	merged, clashes := Merge(srv, client)
+	var names []string
+	for _, m := range merged {
+		names = append(names, m.Name+"@"+m.Server)
+	}
+	if got, want := strings.Join(names, " "), "read_file@fs search@web local_notes@ no_schema@"; got != want {
+		t.Errorf("merged %s, want %s", got, want)
+	}
+	if got := strings.Join(clashes, " "); got != "read_file local_notes" {
+		t.Errorf("clashes %q", got)
+	}
+	if merged[0].Description != "" {
+		t.Errorf("server tool was changed: %+v", merged[0])
+	}
+	if got := string(merged[2].Parameters); got != `{"type":"object","properties":{"q":{"type":"string"}}}` {
+		t.Errorf("parameters %s", got)
+	}
+	if got := string(merged[3].InputSchema) + " " + string(merged[3].Parameters); got != `{"type":"object"} {"type":"object"}` {
+		t.Errorf("no_schema: %s", got)
+	}
+	if merged[2].Original != "local_notes" || merged[2].Description != "notes" {
+		t.Errorf("client tool %+v", merged[2])
+	}
+	if len(srv) != 2 || srv[0].Server != "fs" {
+		t.Error("Merge modified its input")
+	}
+}
