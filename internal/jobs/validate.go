@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -128,6 +129,7 @@ func flatten(ve *jsonschema.ValidationError) string {
 		}
 	}
 	walk(ve)
+	slices.Sort(leaves) // causes come in map order; the reason must not vary
 	return strings.Join(leaves, "; ")
 }
 

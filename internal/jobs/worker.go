@@ -585,6 +585,11 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			}
 		}
 	}
+	if status == StatusSucceeded { // before the state says so: nothing resumes a finished job
+		if err := w.topo.Transcripts.Delete(ctx, CheckpointName(d.id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			w.log.Warn("checkpoint delete failed", "job", d.id, "err", err)
+		}
+	}
 	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
 		if d.claimed {
 			if err := w.owned(d, cur); err != nil {
@@ -609,9 +614,6 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	if err := d.msg.DoubleAck(ctx); err != nil {
 		// The state is final, so a redelivery is acked without running.
 		w.log.Warn("ack failed", "job", d.id, "err", err)
-	}
-	if status == StatusSucceeded {
-		_ = w.topo.Transcripts.Delete(ctx, CheckpointName(d.id))
 	}
 	w.cfg.Metrics.attemptEnded(d.queue, string(status), finished.Sub(d.started))
 	w.log.Info("job finished", "job", d.id, "status", status, "attempt", d.attempt, "error", errText)
