@@ -161,3 +161,22 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		return toolcache.Result{Text: a.Output, IsError: a.IsError}, nil
 	}
 }
+
+// ToolError is a tool failure the submitter reported (is_error), as an error.
+type ToolError struct{ Text string }
+
+func (e *ToolError) Error() string { return e.Text }
+
+// CallText is Call shaped like agentloop.Input.ClientCaller: the output
+// text, or an error that is either a transport failure (ErrNoAnswer, ...)
+// or a *ToolError carrying the submitter's error text.
+func (c *Caller) CallText(ctx context.Context, name string, args json.RawMessage) (string, error) {
+	res, err := c.Call(ctx, name, args)
+	if err != nil {
+		return "", err
+	}
+	if res.IsError {
+		return "", &ToolError{Text: res.Text}
+	}
+	return res.Text, nil
+}

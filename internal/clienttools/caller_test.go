@@ -53,6 +53,23 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+func TestCallText(t *testing.T) {
+	t.Parallel()
+	s := startNATS(t)
+	worker, submitter := connect(t, s), connect(t, s)
+	serve(t, submitter, "job-text", testSecret, func(_ context.Context, name string, _ json.RawMessage) (string, bool, error) {
+		return "result of " + name, name == "bad", nil
+	}, Options{})
+	c := newCaller(t, worker, "job-text", testSecret, Options{Timeout: 10 * time.Second})
+	if out, err := c.CallText(testCtx(t), "good", nil); err != nil || out != "result of good" {
+		t.Errorf("good: %q, %v", out, err)
+	}
+	var te *ToolError
+	if _, err := c.CallText(testCtx(t), "bad", nil); !errors.As(err, &te) || te.Text != "result of bad" {
+		t.Errorf("bad: got %v, want *ToolError", err)
+	}
+}
+
 func TestTimeoutIsClearError(t *testing.T) {
 	t.Parallel()
 	s := startNATS(t)

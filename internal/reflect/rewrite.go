@@ -40,7 +40,7 @@ import (
 // Rewrite is idempotent: groups whose effective ids could be rewritten again
 // (an id repeated across records, or equal to a CallID of any group unless it
 // is the lone record's own CallID) are ignored, so a reflected call is never
-// reflected twice. Ignored reports them.
+// reflected twice. Ignore reports them.
 func Rewrite(msgs []llm.Message, recs []Record) []llm.Message {
 	p := plan(recs)
 	if len(p.groups) == 0 {
