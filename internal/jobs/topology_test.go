@@ -1,0 +1,112 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestEnsureTopology(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := connect(t, s)
+	ctx := testContext(t)
+	js, _ := jetstream.New(nc)
+	var logs []string
+	logf := func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+
+	cfg := TopologyConfig{Names: Names{Prefix: "team-a"}, Queues: []string{"default", "bulk"}}
+	topo, err := EnsureTopology(ctx, js, cfg, logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := topo.Jobs.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := info.Config; c.Name != "TEAM_A_JOBS" || c.Retention != jetstream.WorkQueuePolicy ||
+		c.Storage != jetstream.FileStorage || c.Duplicates != DefaultDuplicateWindow || c.Subjects[0] != "team-a.jobs.*" {
+		t.Errorf("jobs stream %+v", c)
+	}
+	if len(topo.Consumers) != 2 {
+		t.Errorf("consumers %v", topo.Consumers)
+	}
+
+	// Idempotent: a second worker with the same settings changes nothing.
+	if _, err := EnsureTopology(ctx, js, cfg, logf); err != nil || len(logs) != 0 {
+		t.Fatalf("second ensure: %v, logs %q", err, logs)
+	}
+
+	// Mutable differences are updated and reported.
+	cfg.DuplicateWindow, cfg.MaxDeliver = 2*time.Hour, 7
+	if _, err := EnsureTopology(ctx, js, cfg, logf); err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(logs, "\n")
+	for _, want := range []string{
+		"updated stream TEAM_A_JOBS: duplicate window 1h0m0s (want 2h0m0s)",
+		"updated consumer TEAM_A_JOBS/workers-default: max deliver 5 (want 7)",
+		"updated consumer TEAM_A_JOBS/workers-bulk: max deliver 5 (want 7)",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("logs lack %q:\n%s", want, joined)
+		}
+	}
+}
+
+func TestEnsureTopologyRefusesConflicts(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := connect(t, s)
+	ctx := testContext(t)
+	js, _ := jetstream.New(nc)
+	// Someone made AGENT_JOBS as a plain limits stream.
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "AGENT_JOBS", Subjects: []string{"agent.jobs.*"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := EnsureTopology(ctx, js, TopologyConfig{}, nil)
+	if !errors.Is(err, ErrTopology) || !strings.Contains(err.Error(), "stream AGENT_JOBS exists with retention Limits") {
+		t.Fatalf("got %v", err)
+	}
+	// The stream was not touched.
+	st, _ := js.Stream(ctx, "AGENT_JOBS")
+	if st.CachedInfo().Config.Retention != jetstream.LimitsPolicy {
+		t.Error("conflicting stream was changed")
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := connect(t, s)
+	r := newTestRunner()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no connection", Config{Runner: r}, "a NATS connection is required"},
+		{"no runner", Config{Conn: nc}, "a Runner is required"},
+		{"bad queue", Config{Conn: nc, Runner: r, Topology: TopologyConfig{Queues: []string{"a.b"}}}, `queue "a.b"`},
+		{"bad prefix", Config{Conn: nc, Runner: r, Topology: TopologyConfig{Names: Names{Prefix: "a.b"}}}, `prefix "a.b"`},
+		{"concurrency", Config{Conn: nc, Runner: r, Concurrency: -1}, "concurrency must be at least 1"},
+		{"heartbeat", Config{Conn: nc, Runner: r, Heartbeat: time.Minute}, "heartbeat 1m0s must be positive and below the ack wait 30s"},
+		{"ack wait", Config{Conn: nc, Runner: r, Topology: TopologyConfig{AckWait: time.Millisecond}}, "ack wait must be at least 1s"},
+		{"backoff", Config{Conn: nc, Runner: r, Topology: TopologyConfig{MaxDeliver: 1, BackOff: []time.Duration{time.Second, time.Minute}}},
+			"2 backoff steps exceed max deliver 1"},
+		{"worker id", Config{Conn: nc, Runner: r, WorkerID: "a b"}, `worker id "a b"`},
+		{"replicas", Config{Conn: nc, Runner: r, Topology: TopologyConfig{Replicas: 7}}, "replicas must be 1..5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewWorker(tt.cfg)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
