@@ -11,20 +11,22 @@ import (
 // Job is what a submitter publishes on agent.jobs.<queue>
 // (schemas/job.schema.json). Only Task is required.
 type Job struct {
-	ID          string            `json:"id,omitempty"`
-	Task        string            `json:"task"`
-	System      string            `json:"system,omitempty"`
-	Model       string            `json:"model,omitempty"`
-	Queue       string            `json:"queue,omitempty"`
-	ToolMode    string            `json:"tool_mode,omitempty"`
-	Servers     []string          `json:"servers,omitempty"`
-	Allow       []string          `json:"allow,omitempty"`
-	Deny        []string          `json:"deny,omitempty"`
-	MaxRounds   int               `json:"max_rounds,omitempty"`
-	Timeout     string            `json:"timeout,omitempty"`
-	ClientTools []ClientTool      `json:"client_tools,omitempty"`
-	History     []llm.Message     `json:"history,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
+	ID          string       `json:"id,omitempty"`
+	Task        string       `json:"task"`
+	System      string       `json:"system,omitempty"`
+	Model       string       `json:"model,omitempty"`
+	Queue       string       `json:"queue,omitempty"`
+	ToolMode    string       `json:"tool_mode,omitempty"`
+	Servers     []string     `json:"servers,omitempty"`
+	Allow       []string     `json:"allow,omitempty"`
+	Deny        []string     `json:"deny,omitempty"`
+	MaxRounds   int          `json:"max_rounds,omitempty"`
+	Timeout     string       `json:"timeout,omitempty"`
+	ClientTools []ClientTool `json:"client_tools,omitempty"`
+	// ClientSecret authenticates client tool traffic (see package clienttools).
+	ClientSecret string            `json:"client_secret,omitempty"`
+	History      []llm.Message     `json:"history,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
 }
 
 // ClientTool is a tool the submitter declares and answers itself.
