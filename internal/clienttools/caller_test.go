@@ -162,6 +162,9 @@ func TestForgedAnswerIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := rogue.Flush(); err != nil { // the rogue must hear the request
+		t.Fatal(err)
+	}
 	serve(t, submitter, "job-forge", testSecret, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
 		select { // answer only once the forged answer was rejected
 		case <-forgedSeen:
