@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+)
+
+const defaultTask = "What is the weather in Lisbon right now, and what is 19.5 + 22.5?"
+
+func main() {
+	task := flag.String("task", defaultTask, "the task to submit")
+	keep := flag.Bool("keep", false, "keep the temporary directory (NATS store, MCP config)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *task, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, task string, keep bool) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	bin := filepath.Dir(exe)
+	for _, b := range []string{"worker", "submit", "mcpserver"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			return fmt.Errorf("%s not found beside the demo binary: run `make demo` (it builds bin/ first)", b)
+		}
+	}
+	dir, err := os.MkdirTemp("", "jetagent-demo-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Println("demo: keeping", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+
+	// The MCP configuration, in the mcpServers format users already have.
+	mcpConfig := filepath.Join(dir, "mcp.json")
+	conf := fmt.Sprintf(`{"mcpServers": {"example": {"command": %q}}}`, filepath.Join(bin, "mcpserver"))
+	if err := os.WriteFile(mcpConfig, []byte(conf), 0o600); err != nil {
+		return err
+	}
+
+	modelEnv, closeModel, err := model()
+	if err != nil {
+		return err
+	}
+	defer closeModel()
+
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	natsURL := "nats://" + addr
+	workerEnv := append(os.Environ(), modelEnv...)
+	workerEnv = append(workerEnv,
+		"NATS_URL=", // embedded default
+		"JETAGENT_DATA_DIR="+filepath.Join(dir, "data"),
+		"JETAGENT_LISTEN="+addr,
+		"JETAGENT_MCP_CONFIG="+mcpConfig,
+		"JETAGENT_SHUTDOWN_GRACE=5s",
+	)
+	fmt.Printf("\n$ JETAGENT_MCP_CONFIG=%s JETAGENT_LISTEN=%s bin/worker\n", mcpConfig, addr)
+	worker := exec.Command(filepath.Join(bin, "worker"))
+	worker.Env = workerEnv
+	ready, err := startPrefixed(worker, "[worker] ", "ready")
+	if err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- worker.Wait() }()
+	defer func() {
+		_ = worker.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = worker.Process.Kill()
+			<-exited
+		}
+	}()
+	select {
+	case <-ready:
+	case err := <-exited:
+		return fmt.Errorf("worker exited before it was ready: %v", err)
+	case <-time.After(60 * time.Second):
+		return errors.New("worker not ready after 60s")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+
+	id := fmt.Sprintf("demo-%d", time.Now().Unix())
+	submitEnv := append(os.Environ(), "NATS_URL="+natsURL)
+	fmt.Printf("\n$ NATS_URL=%s bin/submit --id %s %q\n", natsURL, id, task)
+	if err := runCmd(ctx, submitEnv, filepath.Join(bin, "submit"), "--id", id, task); err != nil {
+		return fmt.Errorf("submit: %w", err)
+	}
+	fmt.Printf("\n$ NATS_URL=%s bin/submit transcript %s\n", natsURL, id)
+	if err := runCmd(ctx, submitEnv, filepath.Join(bin, "submit"), "transcript", id); err != nil {
+		return fmt.Errorf("submit transcript: %w", err)
+	}
+	fmt.Println("\ndemo: done — the job ran through NATS JetStream, an MCP server and the model above.")
+	return nil
+}
+
+// model returns the OPENAI_* environment for the worker: the caller's own
+// when OPENAI_BASE_URL is set, otherwise a scripted model started here.
+func model() (env []string, closeFn func(), err error) {
+	if os.Getenv("OPENAI_BASE_URL") != "" {
+		fmt.Printf("demo: model %s at %s\n", os.Getenv("OPENAI_MODEL"), os.Getenv("OPENAI_BASE_URL"))
+		return nil, func() {}, nil
+	}
+	s, err := llmtest.Start(llmtest.Script{Model: "jetagent-scripted-demo", Handler: scripted})
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Println(strings.Repeat("=", 78))
+	fmt.Println("demo: OPENAI_BASE_URL is not set, so this demo uses a SCRIPTED model")
+	fmt.Println("      (internal/llm/llmtest at " + s.URL() + "): it follows a fixed script,")
+	fmt.Println("      no real LLM is involved. Set OPENAI_BASE_URL, OPENAI_API_KEY and")
+	fmt.Println("      OPENAI_MODEL to run the same demo against a real model.")
+	fmt.Println(strings.Repeat("=", 78))
+	return []string{"OPENAI_BASE_URL=" + s.URL(), "OPENAI_API_KEY=scripted", "OPENAI_MODEL=jetagent-scripted-demo"}, s.Close, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// startPrefixed starts cmd with its output prefixed on our stderr; the
+// returned channel closes when a line contains marker.
+func startPrefixed(cmd *exec.Cmd, prefix, marker string) (<-chan struct{}, error) {
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ready := make(chan struct{})
+	var once sync.Once
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(os.Stderr, prefix+line)
+			if strings.Contains(line, marker) {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	return ready, nil
+}
+
+func runCmd(ctx context.Context, env []string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
