@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/toolcache"
+	"github.com/jetagent/jetagent/internal/toolcost"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: exit status from arguments.
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := ""
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	var err error
+	switch cmd {
+	case "-h", "-help", "--help", "help":
+		err = writeUsage(stdout)
+	case "tokens":
+		err = tokens(args[1:], stdout)
+	case "tools":
+		err = tools(args[1:], stdout)
+	case "":
+		err = serveFromEnv(stderr)
+	default:
+		fmt.Fprintf(stderr, "worker: unknown command %q (see worker --help)\n", cmd)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "worker: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serveFromEnv(stderr io.Writer) error {
+	s, err := loadSettings()
+	if err != nil {
+		return err
+	}
+	log := newLogger(s.Config, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal now kills the process
+		log.Info("shutting down: no new jobs; running jobs have the grace period, then go back to the queue",
+			"grace", s.ShutdownGrace)
+	}()
+	return serve(ctx, s, log, nil)
+}
+
+func newLogger(c Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// serve runs the worker until ctx ends. ready, when set, is called with the
+// worker once it takes jobs (for tests).
+func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.Worker, *nats.Conn)) error {
+	var nc *nats.Conn
+	if s.NATS.URL == "" {
+		ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: s.DataDir, Listen: s.Listen})
+		if err != nil {
+			return fmt.Errorf("embedded NATS (JETAGENT_DATA_DIR=%s, JETAGENT_LISTEN=%s): %w", s.DataDir, s.Listen, err)
+		}
+		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		log.Info("embedded NATS started", "url", ns.ClientURL(), "data_dir", s.DataDir)
+		if nc, err = nats.Connect(ns.ClientURL(), nats.InProcessServer(ns), nats.Name("jetagent-worker")); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if nc, err = s.NATS.Connect("jetagent-worker"); err != nil {
+			return err
+		}
+		log.Info("connected to NATS", "url", nc.ConnectedUrlRedacted())
+	}
+	defer nc.Close()
+
+	var pool *toolcache.Pool
+	var known func(string) bool
+	if s.MCPConfig != "" {
+		cfg, err := toolcache.LoadConfig(s.MCPConfig)
+		if err != nil {
+			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
+		}
+		if pool, err = toolcache.NewPool(ctx, cfg, toolcache.WithLogger(log)); err != nil {
+			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
+		}
+		defer pool.Close() //nolint:errcheck // at exit
+		known = pool.HasServer
+		for _, st := range pool.Status() {
+			log.Info("MCP server", "name", st.Name, "state", st.State, "tools", st.Tools, "error", st.Error)
+		}
+	}
+
+	model, err := llm.New(llm.Config{BaseURL: s.OpenAI.BaseURL, APIKey: s.OpenAI.APIKey, Model: s.OpenAI.Model})
+	if err != nil {
+		return fmt.Errorf("OPENAI_BASE_URL / OPENAI_MODEL: %w", err)
+	}
+	loop, err := agentloop.New(agentloop.Config{
+		LLM: model, DefaultMode: agentloop.Mode(s.ToolMode),
+		MaxRoundsCap: s.MaxRoundsCap, DefaultMaxRounds: s.MaxRounds,
+		AutoThresholds: agentloop.AutoThresholds{DeferredAbove: s.DeferredAbove, SearchAbove: s.SearchAbove},
+		MaxToolOutput:  s.MaxToolOutput,
+	})
+	if err != nil {
+		return err
+	}
+
+	var metrics *jobs.Metrics
+	if s.MetricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		if metrics, err = jobs.NewMetrics(reg); err != nil {
+			return err
+		}
+		stopMetrics, err := serveMetrics(s.MetricsAddr, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+
+	w, err := jobs.NewWorker(jobs.Config{
+		Conn: nc,
+		Topology: jobs.TopologyConfig{
+			Names: jobs.Names{Prefix: s.Prefix}, Queues: s.Queues, Replicas: s.Replicas,
+			DuplicateWindow: s.DuplicateWindow, EventsMaxAge: s.EventsMaxAge, DLQMaxAge: s.DLQMaxAge,
+			AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, BackOff: s.Backoff,
+		},
+		Runner:      &agentRunner{loop: loop, pool: pool, system: s.SystemPrompt, clientTimeout: s.ClientToolTimeout, log: log},
+		WorkerID:    s.WorkerID,
+		Concurrency: s.Concurrency, Heartbeat: s.Heartbeat,
+		RetryDelay: s.RetryDelay, RetryDelayMax: s.RetryDelayMax,
+		ShutdownGrace: s.ShutdownGrace, JobTimeout: s.JobTimeout, MaxJobBytes: s.MaxJobBytes,
+		KnownServer: known, Metrics: metrics, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		go func() {
+			select {
+			case <-w.Ready():
+				ready(w, nc)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", s.OpenAI.BaseURL)
+	return w.Run(ctx)
+}
+
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("JETAGENT_METRICS_ADDR=%s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("metrics on", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}
+
+// tokens prints the tool-definition tokens of captured catalog files.
+func tokens(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
+	md := fs.Bool("markdown", false, "print a Markdown table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return errors.New("tokens: name at least one catalog file")
+	}
+	var rows []toolcost.Row
+	for _, path := range fs.Args() {
+		name, tools, err := toolcache.LoadCatalog(path)
+		if err != nil {
+			return err
+		}
+		row, err := toolcost.Measure(name, tools, agentloop.DefaultAutoThresholds())
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	return writeRows(stdout, rows, *md)
+}
+
+// tools prints the same for the live servers of JETAGENT_MCP_CONFIG.
+func tools(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	md := fs.Bool("markdown", false, "print a Markdown table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path := os.Getenv("JETAGENT_MCP_CONFIG")
+	if path == "" {
+		return errors.New("tools: set JETAGENT_MCP_CONFIG to the MCP servers file")
+	}
+	cfg, err := toolcache.LoadConfig(path)
+	if err != nil {
+		return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", path, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := toolcache.NewPool(ctx, cfg, toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		return err
+	}
+	defer pool.Close() //nolint:errcheck
+	all := pool.Registry().List()
+	var rows []toolcost.Row
+	for _, st := range pool.Status() {
+		var mine []toolcache.Tool
+		for _, t := range all {
+			if t.Server == st.Name {
+				mine = append(mine, t)
+			}
+		}
+		name := st.Name
+		if st.Error != "" {
+			name += " (" + strings.TrimSpace(st.Error) + ")"
+		}
+		row, err := toolcost.Measure(name, mine, agentloop.DefaultAutoThresholds())
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	return writeRows(stdout, rows, *md)
+}
+
+func writeRows(w io.Writer, rows []toolcost.Row, markdown bool) error {
+	if len(rows) > 1 {
+		rows = append(rows, toolcost.Total(rows))
+	}
+	if markdown {
+		return toolcost.WriteMarkdown(w, rows)
+	}
+	return toolcost.WriteText(w, rows)
+}
+
