@@ -285,4 +285,3 @@ func writeRows(w io.Writer, rows []toolcost.Row, markdown bool) error {
 	}
 	return toolcost.WriteText(w, rows)
 }
-

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/schemas"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// nats.go v1.55 race in ObjectStore.Put (see internal/jobs/main_test.go).
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
+	)
+}
+
+const waitTimeout = 30 * time.Second
+
+func TestHelpListsEveryVariable(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if code := run([]string{"--help"}, &out, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	help := out.String()
+	for _, want := range []string{
+		"NATS_URL", "NATS_CREDS", "OPENAI_API_KEY", "https://api.openai.com/v1",
+		"OPENAI_MODEL", "JETAGENT_CONCURRENCY", "JETAGENT_ACK_WAIT", "JETAGENT_MCP_CONFIG",
+		"JETAGENT_METRICS_ADDR", "JETAGENT_SHUTDOWN_GRACE", "JETAGENT_LISTEN",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	// Every variable of every settings struct has a line with a meaning.
+	for _, line := range strings.Split(help, "\n") {
+		if strings.HasPrefix(line, "JETAGENT_") || strings.HasPrefix(line, "NATS_") || strings.HasPrefix(line, "OPENAI_") {
+			if f := strings.Fields(line); len(f) < 3 {
+				t.Errorf("line without default or meaning: %q", line)
+			}
+		}
+	}
+}
+
+func TestInvalidConfigNamesTheVariable(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"JETAGENT_CONCURRENCY": "many"}, `invalid JETAGENT_CONCURRENCY="many"`},
+		{map[string]string{"JETAGENT_CONCURRENCY": "0"}, "invalid JETAGENT_CONCURRENCY: must be at least 1"},
+		{map[string]string{"JETAGENT_ACK_WAIT": "5"}, `invalid JETAGENT_ACK_WAIT="5"`},
+		{map[string]string{"JETAGENT_HEARTBEAT": "1m"}, "invalid JETAGENT_HEARTBEAT"},
+		{map[string]string{"JETAGENT_QUEUES": "a.b"}, `invalid JETAGENT_QUEUES: "a.b"`},
+		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
+		{map[string]string{"JETAGENT_LISTEN": "4222"}, "invalid JETAGENT_LISTEN"},
+		{map[string]string{"NATS_URL": "nats://x:4222", "NATS_PASSWORD": "p"}, "NATS_PASSWORD is set but NATS_USER is not"},
+		{map[string]string{"OPENAI_BASE_URL": "localhost:8080"}, "invalid OPENAI_BASE_URL"},
+		{map[string]string{"OPENAI_API_KEY": ""}, "invalid OPENAI_API_KEY: is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", "sk-test")
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var stderr bytes.Buffer
+			if code := run(nil, io.Discard, &stderr); code != 1 {
+				t.Fatalf("exit %d", code)
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("got %q, want %q", stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+// buildMCPServer builds the bundled example MCP server once per test run.
+var buildMCPServer = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "jetagent-mcpserver")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "mcpserver")
+	out, err := exec.Command("go", "build", "-o", bin, "../../examples/mcpserver").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build examples/mcpserver: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// scriptedModel answers by task: "add A B" calls the add tool then reports
+// its result; "sleep" calls slow for a minute; "think" never answers.
+func scriptedModel(req llmtest.RecordedRequest) llmtest.Reply {
+	var task, toolResult string
+	for _, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleUser:
+			task = m.Content
+		case llm.RoleTool:
+			toolResult = m.Content
+		}
+	}
+	switch {
+	case toolResult != "":
+		return llmtest.Reply{Content: "The result is " + toolResult}
+	case strings.HasPrefix(task, "add "):
+		var a, b int
+		fmt.Sscanf(task, "add %d %d", &a, &b)
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{
+			Name: "add", Arguments: fmt.Sprintf(`{"a":%d,"b":%d}`, a, b)}}}}
+	case task == "sleep":
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: "slow", Arguments: `{"ms":60000}`}}}}
+	case task == "think":
+		return llmtest.Reply{Block: make(chan struct{})}
+	}
+	return llmtest.Reply{Content: "I do not know how to " + task}
+}
+
+type harness struct {
+	nc     *nats.Conn
+	client *jobs.Client
+	model  *llmtest.Server
+	worker *jobs.Worker
+}
+
+// startWorker runs the worker command's serve with an embedded NATS on a
+// random port, the example MCP server over stdio and the scripted model.
+func startWorker(t *testing.T) *harness {
+	t.Helper()
+	bin, err := buildMCPServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mcpCfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(mcpCfg, []byte(`{"mcpServers": {"demo": {"command": "`+bin+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.NewServer(t)
+	model.Handle(scriptedModel)
+
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", model.URL())
+	t.Setenv("JETAGENT_DATA_DIR", filepath.Join(dir, "nats"))
+	t.Setenv("JETAGENT_LISTEN", "127.0.0.1:0")
+	t.Setenv("JETAGENT_MCP_CONFIG", mcpCfg)
+	t.Setenv("JETAGENT_WORKER_ID", "e2e")
+	s, err := loadSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{model: model}
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, s, slog.New(slog.NewTextHandler(io.Discard, nil)), func(w *jobs.Worker, nc *nats.Conn) {
+			h.worker, h.nc = w, nc
+			close(ready)
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("worker stopped: %v", err)
+	case <-time.After(waitTimeout):
+		cancel()
+		t.Fatal("worker not ready")
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	h.client, err = jobs.NewClient(ctx, h.nc, jobs.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestEndToEnd runs real jobs through the worker command: embedded NATS,
+// the example MCP server over stdio, the agent loop and a scripted model.
+func TestEndToEnd(t *testing.T) {
+	h := startWorker(t)
+	v, err := jobs.NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("tool call", func(t *testing.T) {
+		ctx := testContext(t)
+		rc, err := h.client.Submit(ctx, &jobs.Job{Task: "add 2 3", Servers: []string{"demo"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		st, err := h.client.Watch(ctx, rc.ID, func(ev jobs.Event) { types = append(types, ev.Type) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != jobs.StatusSucceeded || st.Result.Answer != "The result is 5" || st.Result.Rounds != 1 {
+			t.Fatalf("state %+v result %+v", st, st.Result)
+		}
+		joined := strings.Join(types, ",")
+		for _, want := range []string{"started", "llm.request", "llm.response", "tool.call", "tool.result", "loop.outcome", "succeeded"} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("events %s lack %s", joined, want)
+			}
+		}
+		// What the model was offered: the example server's tools.
+		reqs := h.model.Requests()
+		if len(reqs) < 2 || !strings.Contains(string(reqs[0].ToolsJSON), `"add"`) {
+			t.Fatalf("model requests %d, tools %s", len(reqs), reqs[0].ToolsJSON)
+		}
+		// Payloads match the schemas.
+		for _, raw := range []bool{false, true} {
+			b, err := h.client.Transcript(ctx, rc.ID, raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := v.Validate(schemas.Transcript, b); err != nil {
+				t.Errorf("transcript raw=%v: %v", raw, err)
+			}
+			var tr jobs.Transcript
+			_ = json.Unmarshal(b, &tr)
+			var sawCall, sawResult bool
+			for _, m := range tr.Messages {
+				sawCall = sawCall || (len(m.ToolCalls) == 1 && m.ToolCalls[0].Function.Name == "add")
+				sawResult = sawResult || (m.Role == llm.RoleTool && m.Content == "5")
+			}
+			if !sawCall || !sawResult || tr.Mode != "full" || tr.Usage.ToolDefTokens == 0 {
+				t.Errorf("transcript raw=%v: %+v", raw, tr)
+			}
+		}
+		js, _ := jetstream.New(h.nc)
+		events, _ := js.Stream(ctx, "AGENT_EVENTS")
+		cons, err := events.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"agent.events." + rc.ID + ".>"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch, err := cons.FetchNoWait(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			if err := v.Validate(schemas.Event, m.Data()); err != nil {
+				t.Errorf("event %s: %v", m.Subject(), err)
+			}
+		}
+		if n != len(types) {
+			t.Errorf("validated %d events, watched %d", n, len(types))
+		}
+		kv, _ := js.KeyValue(ctx, "AGENT_STATE")
+		e, err := kv.Get(ctx, rc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Validate(schemas.State, e.Value()); err != nil {
+			t.Errorf("state: %v", err)
+		}
+	})
+
+	// A cancel reaches the running tool call and the model request: both see
+	// a cancelled context, and the job ends within a second.
+	for _, tc := range []struct{ task, waitFor string }{{"sleep", "tool.call"}, {"think", "llm.request"}} {
+		t.Run("cancel during "+tc.waitFor, func(t *testing.T) {
+			ctx := testContext(t)
+			id := "cancel-" + tc.task
+			sub, err := h.nc.SubscribeSync("agent.events." + id + "." + tc.waitFor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe() //nolint:errcheck
+			if _, err := h.client.Submit(ctx, &jobs.Job{ID: id, Task: tc.task, Servers: []string{"demo"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sub.NextMsgWithContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			st, err := h.client.Cancel(cctx, id)
+			if err != nil {
+				t.Fatalf("cancel: %v", err)
+			}
+			if st.Status != jobs.StatusCancelled {
+				t.Fatalf("state %+v", st)
+			}
+		})
+	}
+
+	t.Run("unknown server", func(t *testing.T) {
+		ctx := testContext(t)
+		rc, err := h.client.Submit(ctx, &jobs.Job{Task: "add 1 1", Servers: []string{"demo", "nope"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := h.client.Wait(ctx, rc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != jobs.StatusDead || st.Error != `job names an MCP server this worker does not configure: "nope"` {
+			t.Fatalf("state %+v", st)
+		}
+	})
+}
