@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+)
+
+// idCommand parses "CMD [flags] ID".
+func (c *cli) idCommand(name string, args []string, extra func(*flag.FlagSet)) (string, bool, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {}
+	asJSON := fs.Bool("json", false, "JSON output")
+	if extra != nil {
+		extra(fs)
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", false, err
+		}
+		return "", false, usageError{err.Error()}
+	}
+	if len(pos) != 1 {
+		return "", false, usagef("%s takes one job id", name)
+	}
+	return pos[0], *asJSON, nil
+}
+
+func (c *cli) status(args []string) (int, error) {
+	id, asJSON, err := c.idCommand("status", args, nil)
+	if err != nil {
+		return 0, err
+	}
+	cl, err := c.connect()
+	if err != nil {
+		return 0, err
+	}
+	st, err := cl.Status(c.ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if asJSON {
+		return exitOK, writeJSON(c.stdout, st)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	row := func(k string, v any) {
+		if s := fmt.Sprint(v); s != "" && s != "0" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, s)
+		}
+	}
+	row("id", st.ID)
+	row("status", st.Status)
+	row("queue", st.Queue)
+	row("attempt", st.Attempt)
+	row("worker", st.Worker)
+	row("task", st.Task)
+	row("error", st.Error)
+	if st.CancelRequested {
+		row("cancel", "requested")
+	}
+	for _, t := range []struct {
+		k string
+		v time.Time
+	}{{"created", st.CreatedAt}, {"started", st.StartedAt}, {"finished", st.FinishedAt}} {
+		if !t.v.IsZero() {
+			row(t.k, t.v.Local().Format(time.RFC3339))
+		}
+	}
+	if r := st.Result; r != nil {
+		if r.Usage != nil {
+			row("tokens", fmt.Sprintf("%d prompt, %d completion, %d tool definitions", r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Usage.ToolDefTokens))
+		}
+		row("rounds", r.Rounds)
+		row("mode", r.Mode)
+		row("transcript", r.Transcript)
+		row("answer", oneLine(r.Answer, 500))
+	}
+	return exitOK, tw.Flush()
+}
+
+func (c *cli) watch(args []string) (int, error) {
+	id, asJSON, err := c.idCommand("watch", args, nil)
+	if err != nil {
+		return 0, err
+	}
+	cl, err := c.connect()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := cl.Status(c.ctx, id); errors.Is(err, jobs.ErrNotFound) && !asJSON {
+		fmt.Fprintf(c.stderr, "no state for %s yet; waiting for it\n", id)
+	}
+	return c.follow(cl, id, asJSON)
+}
+
+func (c *cli) transcript(args []string) (int, error) {
+	var raw bool
+	id, asJSON, err := c.idCommand("transcript", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&raw, "raw", false, "the raw transcript (what the model saw)")
+	})
+	if err != nil {
+		return 0, err
+	}
+	cl, err := c.connect()
+	if err != nil {
+		return 0, err
+	}
+	b, err := cl.Transcript(c.ctx, id, raw)
+	if err != nil {
+		return 0, err
+	}
+	if asJSON {
+		_, err := fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK, err
+	}
+	var t jobs.Transcript
+	if err := json.Unmarshal(b, &t); err != nil {
+		return 0, fmt.Errorf("transcript of %s: %w", id, err)
+	}
+	writeTranscript(c.stdout, &t)
+	return exitOK, nil
+}
+
+// cancelWait bounds how long cancel waits for the job to stop.
+const cancelWait = 30 * time.Second
+
+func (c *cli) cancel(args []string) (int, error) {
+	id, asJSON, err := c.idCommand("cancel", args, nil)
+	if err != nil {
+		return 0, err
+	}
+	cl, err := c.connect()
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, cancelWait)
+	defer cancel()
+	st, err := cl.Cancel(ctx, id)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return exitFailed, fmt.Errorf("cancel of %s requested, but it has not stopped within %s; its worker may be gone: "+
+			"the next attempt will see the request (submit status %s)", id, cancelWait, id)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if asJSON {
+		if err := writeJSON(c.stdout, st); err != nil {
+			return exitFailed, err
+		}
+	} else if st.Status == jobs.StatusCancelled {
+		fmt.Fprintf(c.stdout, "job %s cancelled\n", id)
+	} else {
+		fmt.Fprintf(c.stderr, "job %s had already ended: %s\n", id, st.Status)
+	}
+	if st.Status != jobs.StatusCancelled {
+		return exitFailed, nil
+	}
+	return exitOK, nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm"
+)
+
+// oneLine flattens s and cuts it to n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// formatEvent renders an event as one readable line.
+func formatEvent(ev jobs.Event) string {
+	var d map[string]any
+	_ = json.Unmarshal(ev.Data, &d)
+	get := func(k string) any { return d[k] }
+	str := func(k string) string {
+		if v, ok := d[k]; ok && v != nil {
+			return fmt.Sprint(v)
+		}
+		return ""
+	}
+	round := ""
+	if ev.Round > 0 {
+		round = fmt.Sprintf("round %d: ", ev.Round)
+	}
+	var what string
+	switch ev.Type {
+	case jobs.EventStarted:
+		what = fmt.Sprintf("attempt %d on worker %s", ev.Attempt, ev.Worker)
+	case "llm.request":
+		what = fmt.Sprintf("asking the model (%v messages, %v tools = %v tokens, %s mode)",
+			get("message_count"), get("tool_count"), get("tool_def_tokens"), str("mode"))
+	case "llm.response":
+		what = fmt.Sprintf("%s, %v+%v tokens", str("finish_reason"), get("prompt_tokens"), get("completion_tokens"))
+		if n := str("tool_calls"); n != "" && n != "0" {
+			what += ", " + n + " tool calls"
+		}
+	case "tool.call":
+		what = fmt.Sprintf("%s(%s)", str("name"), oneLine(str("arguments"), 160))
+	case "tool.result":
+		name := str("name")
+		if t := str("tool"); t != "" && t != name {
+			name += " → " + t
+		}
+		if e := str("error"); e != "" && e != "false" {
+			what = fmt.Sprintf("%s failed: %s", name, oneLine(str("output"), 200))
+		} else {
+			what = fmt.Sprintf("%s → %s (%vms)", name, oneLine(str("output"), 200), get("duration_ms"))
+		}
+	case "tool.validation_failed":
+		what = fmt.Sprintf("%s: invalid arguments: %v", str("name"), get("errors"))
+	case "loop.outcome":
+		what = fmt.Sprintf("%s after %v rounds, %v prompt + %v completion tokens", str("stop_reason"), get("rounds"),
+			get("prompt_tokens"), get("completion_tokens"))
+		if e := str("error"); e != "" {
+			what += ": " + e
+		}
+	case jobs.EventRetry, jobs.EventRequeued:
+		what = fmt.Sprintf("%s; again in %vms", str("reason"), get("delay_ms"))
+	case jobs.EventSucceeded:
+		what = "done"
+	case jobs.EventFailed, jobs.EventCancelled, jobs.EventDead:
+		what = str("error")
+	default:
+		what = oneLine(string(ev.Data), 200)
+	}
+	return fmt.Sprintf("%s  %-16s %s%s", ev.Time.Local().Format("15:04:05"), ev.Type, round, what)
+}
+
+// writeTranscript renders a transcript for reading.
+func writeTranscript(w io.Writer, t *jobs.Transcript) {
+	kind := "reflected"
+	if !t.Reflected {
+		kind = "raw"
+	}
+	fmt.Fprintf(w, "# job %s (%s transcript): %s mode, %d rounds, %s, %d prompt + %d completion tokens\n\n",
+		t.JobID, kind, t.Mode, t.Rounds, t.StopReason, t.Usage.PromptTokens, t.Usage.CompletionTokens)
+	for _, m := range t.Messages {
+		switch m.Role {
+		case llm.RoleTool:
+			name := m.Name
+			if name == "" {
+				name = m.ToolCallID
+			}
+			fmt.Fprintf(w, "tool %s: %s\n", name, m.Content)
+		default:
+			if m.Content != "" {
+				fmt.Fprintf(w, "%s: %s\n", m.Role, m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				fmt.Fprintf(w, "%s → %s(%s)\n", m.Role, tc.Function.Name, tc.Function.Arguments)
+			}
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.uber.org/goleak"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/schemas"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// nats.go v1.55 race in ObjectStore.Put (see internal/jobs/main_test.go).
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
+	)
+}
+
+// echoRunner answers "echo:X" with X, fails "fail:X", blocks on "block".
+type echoRunner struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func (r *echoRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
+	r.mu.Lock()
+	r.runs[job.ID]++
+	r.mu.Unlock()
+	verb, arg, _ := strings.Cut(job.Task, ":")
+	switch verb {
+	case "fail":
+		return nil, errors.New(arg)
+	case "block":
+		_ = env.Emit(ctx, "blocking", 0, nil)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	_ = env.Emit(ctx, "tool.call", 1, map[string]string{"name": "echo", "arguments": `{"text":"` + arg + `"}`})
+	return &jobs.Outcome{Answer: arg, Rounds: 1, Mode: "full", StopReason: "final_answer", Messages: []llm.Message{
+		{Role: llm.RoleUser, Content: job.Task}, {Role: llm.RoleAssistant, Content: arg},
+	}}, nil
+}
+
+func (r *echoRunner) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[id]
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// submitCmd runs the command with stdin.
+func submitCmd(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, args, strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// TestSubmitCLI drives the command against a real worker on an embedded
+// NATS server (NATS_URL points at it, as a user's would).
+func TestSubmitCLI(t *testing.T) {
+	s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	r := &echoRunner{runs: map[string]int{}}
+	w, err := jobs.NewWorker(jobs.Config{Conn: nc, Runner: r, WorkerID: "cli-test", Concurrency: 4, MaxJobBytes: 4096,
+		FetchWait: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatal(err)
+	}
+	t.Setenv("NATS_URL", s.ClientURL())
+	t.Setenv("JETAGENT_MAX_JOB_BYTES", "4096")
+
+	t.Run("follow prints events and the answer", func(t *testing.T) {
+		res := submitCmd(t, "", "echo:hello world")
+		if res.code != 0 || res.stdout != "hello world\n" {
+			t.Fatalf("%+v", res)
+		}
+		for _, want := range []string{"started", "attempt 1 on worker cli-test", "tool.call", "echo({\"text\":\"hello world\"})", "succeeded"} {
+			if !strings.Contains(res.stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+			}
+		}
+	})
+
+	t.Run("task on stdin, flags after the task", func(t *testing.T) {
+		res := submitCmd(t, "echo:from stdin\n", "--meta", "team=a")
+		if res.code != 0 || res.stdout != "from stdin\n" {
+			t.Fatalf("%+v", res)
+		}
+	})
+
+	t.Run("failure exits non-zero", func(t *testing.T) {
+		res := submitCmd(t, "", "fail:boom", "--id", "failing")
+		if res.code != 1 || !strings.Contains(res.stderr, "job failing failed: boom") {
+			t.Fatalf("%+v", res)
+		}
+	})
+
+	t.Run("invalid job refused before publishing with the worker's words", func(t *testing.T) {
+		res := submitCmd(t, "", "--mode", "fast", "--id", "refused", "echo:x")
+		want := "job fails schemas/job.schema.json: at '/tool_mode': value must be one of 'auto', 'full', 'deferred', 'search', 'code'"
+		if res.code != 1 || !strings.Contains(res.stderr, want) {
+			t.Fatalf("%+v", res)
+		}
+		if st := submitCmd(t, "", "status", "refused"); st.code != 1 || !strings.Contains(st.stderr, "job not found") {
+			t.Errorf("refused job was published: %+v", st)
+		}
+		big := submitCmd(t, "", "echo:"+strings.Repeat("x", 5000))
+		if big.code != 1 || !strings.Contains(big.stderr, "job too large") {
+			t.Errorf("large job: %+v", big)
+		}
+	})
+
+	t.Run("same id twice runs once", func(t *testing.T) {
+		first := submitCmd(t, "", "--id", "dup", "echo:once")
+		second := submitCmd(t, "", "--id", "dup", "echo:once")
+		if first.code != 0 || second.code != 0 || second.stdout != "once\n" || !strings.Contains(second.stderr, "submitted before") {
+			t.Fatalf("first %+v\nsecond %+v", first, second)
+		}
+		if r.count("dup") != 1 {
+			t.Errorf("ran %d times", r.count("dup"))
+		}
+	})
+
+	t.Run("detach, watch, status, transcript", func(t *testing.T) {
+		res := submitCmd(t, "", "--detach", "--json", "echo:later")
+		var rc jobs.Receipt
+		if err := json.Unmarshal([]byte(res.stdout), &rc); err != nil || res.code != 0 || rc.ID == "" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		watch := submitCmd(t, "", "watch", rc.ID)
+		if watch.code != 0 || watch.stdout != "later\n" {
+			t.Fatalf("watch %+v", watch)
+		}
+		st := submitCmd(t, "", "status", rc.ID)
+		if st.code != 0 || !strings.Contains(st.stdout, "succeeded") || !strings.Contains(st.stdout, "later") {
+			t.Errorf("status %+v", st)
+		}
+		st = submitCmd(t, "", "status", "--json", rc.ID)
+		v, _ := jobs.NewValidator(0)
+		if err := v.Validate(schemas.State, []byte(st.stdout)); err != nil {
+			t.Errorf("status --json: %v", err)
+		}
+		tr := submitCmd(t, "", "transcript", rc.ID)
+		if tr.code != 0 || !strings.Contains(tr.stdout, "assistant: later") || !strings.Contains(tr.stdout, "reflected transcript") {
+			t.Errorf("transcript %+v", tr)
+		}
+		raw := submitCmd(t, "", "transcript", rc.ID, "--raw", "--json")
+		if err := v.Validate(schemas.Transcript, []byte(raw.stdout)); err != nil || !strings.Contains(raw.stdout, `"reflected":false`) {
+			t.Errorf("transcript --raw --json: %v %s", err, raw.stdout)
+		}
+	})
+
+	t.Run("json follow", func(t *testing.T) {
+		res := submitCmd(t, "", "--json", "echo:j")
+		lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+		var last struct{ Result jobs.Result }
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Result.Answer != "j" || res.code != 0 {
+			t.Fatalf("%+v", res)
+		}
+		var first struct{ Event jobs.Event }
+		if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Event.Type != "started" {
+			t.Errorf("first line %s", lines[0])
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		sub, err := nc.SubscribeSync("agent.events.stuck.blocking")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe() //nolint:errcheck
+		if res := submitCmd(t, "", "--detach", "--id", "stuck", "block"); res.code != 0 {
+			t.Fatalf("%+v", res)
+		}
+		if _, err := sub.NextMsg(20 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		res := submitCmd(t, "", "cancel", "stuck")
+		if res.code != 0 || res.stdout != "job stuck cancelled\n" {
+			t.Fatalf("%+v", res)
+		}
+		// Cancelling is idempotent; a job that ended otherwise is reported.
+		if again := submitCmd(t, "", "cancel", "stuck"); again.code != 0 {
+			t.Errorf("second cancel %+v", again)
+		}
+		if done := submitCmd(t, "", "cancel", "dup"); done.code != 1 || !strings.Contains(done.stderr, "had already ended: succeeded") {
+			t.Errorf("cancel of a finished job %+v", done)
+		}
+	})
+
+	t.Run("batch", func(t *testing.T) {
+		dir := t.TempDir()
+		in := filepath.Join(dir, "tasks.jsonl")
+		out := filepath.Join(dir, "results.jsonl")
+		lines := []string{
+			`"echo:one"`,
+			`{"id":"b-two","task":"echo:two","metadata":{"row":"2"}}`,
+			``,
+			`"fail:three"`,
+			`{"task":""}`,
+			`not json`,
+			`"echo:six"`,
+		}
+		if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res := submitCmd(t, "", "--file", in, "--out", out, "--parallel", "2", "--meta", "batch=1")
+		if res.code != 1 {
+			t.Fatalf("exit %d\n%s", res.code, res.stderr)
+		}
+		if !strings.Contains(res.stderr, "[6/6]") || !strings.Contains(res.stderr, "6 jobs: 3 succeeded, 3 did not") {
+			t.Errorf("progress:\n%s", res.stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := jobs.NewValidator(0)
+		byStatus := map[jobs.Status]int{}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if err := v.Validate(schemas.Result, []byte(l)); err != nil {
+				t.Errorf("result line %s: %v", l, err)
+			}
+			var r jobs.Result
+			_ = json.Unmarshal([]byte(l), &r)
+			byStatus[r.Status]++
+			if r.ID == "b-two" && (r.Metadata["row"] != "2" || r.Metadata["batch"] != "1") {
+				t.Errorf("metadata %v", r.Metadata)
+			}
+		}
+		if byStatus[jobs.StatusSucceeded] != 3 || byStatus[jobs.StatusFailed] != 3 {
+			t.Errorf("results %v", byStatus)
+		}
+	})
+
+	t.Run("usage", func(t *testing.T) {
+		if res := submitCmd(t, ""); res.code != 2 || !strings.Contains(res.stderr, "no task") {
+			t.Errorf("%+v", res)
+		}
+		if res := submitCmd(t, "", "--help"); res.code != 0 || !strings.Contains(res.stdout, "NATS_URL") {
+			t.Errorf("%+v", res)
+		}
+		if res := submitCmd(t, "", "status"); res.code != 2 {
+			t.Errorf("%+v", res)
+		}
+	})
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/jetagent/jetagent/internal/clienttools"
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// jobFlags are the flags of a submission.
+type jobFlags struct {
+	id, queue, model, system, mode   string
+	servers, allow, deny, timeout    string
+	jobFile, localMCP, file, outFile string
+	maxRounds, parallel              int
+	meta                             stringList
+	detach, json                     bool
+	set                              map[string]bool // flags given on the command line
+}
+
+func (c *cli) submitFlags(f *jobFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {}
+	fs.StringVar(&f.id, "id", "", "job id")
+	fs.StringVar(&f.queue, "queue", "", "queue")
+	fs.StringVar(&f.model, "model", "", "model")
+	fs.StringVar(&f.system, "system", "", "system prompt")
+	fs.StringVar(&f.mode, "mode", "", "tool mode")
+	fs.StringVar(&f.servers, "servers", "", "MCP servers")
+	fs.StringVar(&f.allow, "allow", "", "tool globs to allow")
+	fs.StringVar(&f.deny, "deny", "", "tool globs to deny")
+	fs.StringVar(&f.timeout, "timeout", "", "job timeout")
+	fs.IntVar(&f.maxRounds, "max-rounds", 0, "LLM rounds limit")
+	fs.Var(&f.meta, "meta", "metadata k=v")
+	fs.StringVar(&f.jobFile, "job", "", "job JSON file")
+	fs.StringVar(&f.localMCP, "local-mcp", "", "local MCP servers file")
+	fs.BoolVar(&f.detach, "detach", false, "do not follow")
+	fs.StringVar(&f.file, "file", "", "batch file")
+	fs.IntVar(&f.parallel, "parallel", 8, "batch jobs in flight")
+	fs.StringVar(&f.outFile, "out", "", "batch results file")
+	fs.BoolVar(&f.json, "json", false, "JSON output")
+	return fs
+}
+
+// apply sets the job fields given as flags. In batch mode flags are
+// defaults: a field the line sets wins (override false).
+func (f *jobFlags) apply(j *jobs.Job, override bool) error {
+	set := func(name string, empty bool) bool { return f.set[name] && (override || empty) }
+	if set("id", j.ID == "") {
+		j.ID = f.id
+	}
+	if set("queue", j.Queue == "") {
+		j.Queue = f.queue
+	}
+	if set("model", j.Model == "") {
+		j.Model = f.model
+	}
+	if set("system", j.System == "") {
+		j.System = f.system
+	}
+	if set("mode", j.ToolMode == "") {
+		j.ToolMode = f.mode
+	}
+	if set("servers", j.Servers == nil) {
+		j.Servers = splitList(f.servers)
+		if j.Servers == nil {
+			j.Servers = []string{} // --servers "" means none
+		}
+	}
+	if set("allow", j.Allow == nil) {
+		j.Allow = splitList(f.allow)
+	}
+	if set("deny", j.Deny == nil) {
+		j.Deny = splitList(f.deny)
+	}
+	if set("timeout", j.Timeout == "") {
+		j.Timeout = f.timeout
+	}
+	if set("max-rounds", j.MaxRounds == 0) {
+		j.MaxRounds = f.maxRounds
+	}
+	for _, kv := range f.meta {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usagef("--meta %q: want key=value", kv)
+		}
+		if j.Metadata == nil {
+			j.Metadata = map[string]string{}
+		}
+		if _, exists := j.Metadata[k]; override || !exists {
+			j.Metadata[k] = v
+		}
+	}
+	return nil
+}
+
+func (c *cli) submit(args []string) (int, error) {
+	var f jobFlags
+	fs := c.submitFlags(&f)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, err
+		}
+		return 0, usageError{err.Error()}
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	base := &jobs.Job{}
+	if f.jobFile != "" {
+		b, err := os.ReadFile(f.jobFile)
+		if err != nil {
+			return 0, err
+		}
+		if err := json.Unmarshal(b, base); err != nil {
+			return 0, fmt.Errorf("--job %s: %w", f.jobFile, err)
+		}
+	}
+	if f.file != "" {
+		if len(pos) > 0 {
+			return 0, usagef("--file and a task argument are exclusive")
+		}
+		if f.localMCP != "" || f.set["id"] {
+			return 0, usagef("--local-mcp and --id do not apply to a batch")
+		}
+		return c.batch(&f, base)
+	}
+	if err := f.apply(base, true); err != nil {
+		return 0, err
+	}
+	if task := strings.TrimSpace(strings.Join(pos, " ")); task != "" {
+		base.Task = task
+	} else if base.Task == "" && !isTerminal(c.stdin) {
+		b, err := io.ReadAll(c.stdin)
+		if err != nil {
+			return 0, err
+		}
+		base.Task = strings.TrimSpace(string(b))
+	}
+	if base.Task == "" {
+		return 0, usagef("no task: give it as an argument, on stdin, or in --job")
+	}
+	if base.ID == "" {
+		base.ID = ulid.Make().String()
+	}
+	cl, err := c.connect()
+	if err != nil {
+		return 0, err
+	}
+	if f.localMCP != "" {
+		if f.detach {
+			return 0, usagef("--local-mcp needs submit to stay and answer: drop --detach")
+		}
+		stop, err := c.serveLocalMCP(base, f.localMCP)
+		if err != nil {
+			return 0, err
+		}
+		defer stop()
+	}
+	rc, err := cl.Submit(c.ctx, base)
+	if err != nil {
+		return 0, err
+	}
+	if f.detach {
+		if f.json {
+			return exitOK, writeJSON(c.stdout, rc)
+		}
+		fmt.Fprintln(c.stdout, rc.ID)
+		if rc.Duplicate {
+			fmt.Fprintf(c.stderr, "job %s was submitted before (%s); not queued again\n", rc.ID, rc.State.Status)
+		}
+		return exitOK, nil
+	}
+	if rc.Duplicate && !f.json {
+		fmt.Fprintf(c.stderr, "job %s was submitted before; following it\n", rc.ID)
+	}
+	return c.follow(cl, rc.ID, f.json)
+}
+
+// follow prints a job's events as they happen and its outcome at the end.
+func (c *cli) follow(cl *jobs.Client, id string, asJSON bool) (int, error) {
+	if !asJSON {
+		fmt.Fprintf(c.stderr, "job %s\n", id)
+	}
+	st, err := cl.Watch(c.ctx, id, func(ev jobs.Event) {
+		if asJSON {
+			_ = writeJSON(c.stdout, map[string]any{"event": ev})
+			return
+		}
+		fmt.Fprintln(c.stderr, formatEvent(ev))
+	})
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return exitFailed, fmt.Errorf("stopped following; job %s goes on (submit watch %s)", id, id)
+		}
+		return exitFailed, err
+	}
+	res := resultOf(st)
+	if asJSON {
+		if err := writeJSON(c.stdout, map[string]any{"result": res}); err != nil {
+			return exitFailed, err
+		}
+	} else if res.Status == jobs.StatusSucceeded {
+		fmt.Fprintln(c.stdout, res.Answer)
+	} else {
+		fmt.Fprintf(c.stderr, "job %s %s: %s\n", id, res.Status, res.Error)
+	}
+	if res.Status != jobs.StatusSucceeded {
+		return exitFailed, nil
+	}
+	return exitOK, nil
+}
+
+// resultOf is a final state's result (built from the state if it has none).
+func resultOf(st *jobs.State) *jobs.Result {
+	if st.Result != nil {
+		return st.Result
+	}
+	return &jobs.Result{ID: st.ID, Queue: st.Queue, Status: st.Status, Error: st.Error, Attempt: st.Attempt, Worker: st.Worker}
+}
+
+// serveLocalMCP declares the tools of local MCP servers as the job's
+// client tools and answers the worker's calls until stop.
+func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error) {
+	cfg, err := toolcache.LoadConfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
+	}
+	pool, err := toolcache.NewPool(c.ctx, cfg, toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
+	}
+	view, err := pool.View(job.ID, nil, nil, nil)
+	if err != nil {
+		_ = pool.Close()
+		return nil, err
+	}
+	secret, err := clienttools.NewSecret()
+	if err != nil {
+		_ = view.Close()
+		_ = pool.Close()
+		return nil, err
+	}
+	job.ClientSecret = secret
+	for _, d := range clienttools.LocalMCPDecls(view) {
+		job.ClientTools = append(job.ClientTools, jobs.ClientTool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
+	}
+	stopServe, err := clienttools.Serve(c.ctx, c.nc, job.ID, secret, clienttools.LocalMCPHandler(view),
+		clienttools.Options{Prefix: c.settings.Prefix})
+	if err != nil {
+		_ = view.Close()
+		_ = pool.Close()
+		return nil, err
+	}
+	return func() {
+		stopServe()
+		_ = view.Close()
+		_ = pool.Close()
+	}, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// isTerminal reports whether r or w is a terminal (a character device).
+func isTerminal(x any) bool {
+	f, ok := x.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
