@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
@@ -104,12 +105,15 @@ func (r *agentRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (
 // goes back to the queue with a delay and resumes from its checkpoint.
 func classify(err error) error {
 	var api *llm.APIError
+	var netErr *net.OpError
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err // the worker knows why (cancel, timeout, shutdown)
 	case errors.Is(err, llm.ErrTimeout):
 		return jobs.Retryable(err)
 	case errors.As(err, &api) && api.Retryable:
+		return jobs.Retryable(err)
+	case errors.As(err, &netErr): // the provider is unreachable
 		return jobs.Retryable(err)
 	}
 	return err

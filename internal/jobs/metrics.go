@@ -57,8 +57,9 @@ func (m *Metrics) jobStarted(queue string) {
 	m.running.Inc()
 }
 
-// attemptEnded records the end of an attempt; status is a final status or
-// "retry"/"requeued" for hand-backs.
+// attemptEnded records the end of an attempt; status is a final status,
+// "retry"/"requeued" for hand-backs, or "lost" when another worker had
+// taken the job over.
 func (m *Metrics) attemptEnded(queue, status string, d time.Duration) {
 	if m == nil {
 		return
@@ -70,6 +71,7 @@ func (m *Metrics) attemptEnded(queue, status string, d time.Duration) {
 		m.retried.WithLabelValues(queue).Inc()
 	case "requeued":
 		m.requeued.WithLabelValues(queue).Inc()
+	case "lost":
 	default:
 		m.finished.WithLabelValues(queue, status).Inc()
 	}

@@ -608,6 +608,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		w.cfg.Metrics.attemptEnded(d.queue, "lost", finished.Sub(d.started))
 		return
 	}
+	w.cfg.Metrics.attemptEnded(d.queue, string(status), finished.Sub(d.started))
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
 		w.log.Error("event publish failed", "job", d.id, "err", err)
 	}
@@ -615,7 +616,6 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		// The state is final, so a redelivery is acked without running.
 		w.log.Warn("ack failed", "job", d.id, "err", err)
 	}
-	w.cfg.Metrics.attemptEnded(d.queue, string(status), finished.Sub(d.started))
 	w.log.Info("job finished", "job", d.id, "status", status, "attempt", d.attempt, "error", errText)
 }
 

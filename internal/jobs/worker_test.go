@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetagent/jetagent/schemas"
 )
@@ -19,7 +20,12 @@ func TestJobSucceedsAndPayloadsMatchSchemas(t *testing.T) {
 	s := startServer(t)
 	nc := connect(t, s)
 	r := newTestRunner()
-	w, _ := startWorker(t, nc, Config{Runner: r, WorkerID: "w1"})
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := startWorker(t, nc, Config{Runner: r, WorkerID: "w1", Metrics: metrics})
 	c := newClient(t, nc)
 	ctx := testContext(t)
 
@@ -43,6 +49,34 @@ func TestJobSucceedsAndPayloadsMatchSchemas(t *testing.T) {
 	}
 	if st.Result.Transcript != rc.ID || st.Result.Metadata["k"] != "v" || st.Result.Usage.PromptTokens != 10 {
 		t.Errorf("result %+v", st.Result)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	for k, want := range map[string]float64{
+		"jetagent_jobs_started_total,queue=default":                    1,
+		"jetagent_jobs_finished_total,queue=default,status=succeeded":  1,
+		"jetagent_job_duration_seconds,queue=default,status=succeeded": 1,
+	} {
+		if got[k] != want {
+			t.Errorf("metric %s = %v, want %v (all: %v)", k, got[k], want, got)
+		}
 	}
 
 	v, err := NewValidator(0)
