@@ -1,10 +1,14 @@
 package toolcache
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,13 +26,49 @@ const testServerEnv = "TOOLCACHE_TEST_SERVER"
 
 func TestMain(m *testing.M) {
 	if name := os.Getenv(testServerEnv); name != "" {
-		if err := server.ServeStdio(newTestMCPServer(name), server.WithWorkerPoolSize(100), server.WithQueueSize(1000)); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		os.Exit(serveStdio(name))
 	}
 	goleak.VerifyTestMain(m)
+}
+
+// serveStdio runs the test server on stdin/stdout. A server named
+// "nodiscover..." behaves like servers that predate protocol 2026-07-28 and
+// ignore requests they do not know: it never answers server/discover, which
+// it reports through its saw_discover tool.
+func serveStdio(name string) int {
+	s := newTestMCPServer(name)
+	var in io.Reader = os.Stdin
+	var sawDiscover atomic.Bool
+	if strings.HasPrefix(name, "nodiscover") {
+		pr, pw := io.Pipe()
+		go func() {
+			sc := bufio.NewScanner(os.Stdin)
+			sc.Buffer(make([]byte, 1<<20), 1<<24)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), `"server/discover"`) {
+					sawDiscover.Store(true)
+					continue
+				}
+				if _, err := fmt.Fprintln(pw, sc.Text()); err != nil {
+					return
+				}
+			}
+			pw.Close()
+		}()
+		in = pr
+	}
+	s.AddTool(mcp.NewTool("saw_discover", mcp.WithDescription("Whether a server/discover probe arrived.")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strconv.FormatBool(sawDiscover.Load())), nil
+		})
+	srv := server.NewStdioServer(s)
+	server.WithWorkerPoolSize(100)(srv)
+	server.WithQueueSize(1000)(srv)
+	if err := srv.Listen(context.Background(), in, os.Stdout); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // newTestMCPServer is the mcp-go server every transport test talks to.

@@ -320,7 +320,7 @@ func TestPerJobSessions(t *testing.T) {
 func TestViewServersAndGlobs(t *testing.T) {
 	t.Parallel()
 	a := stdioTestServer("a")
-	a.Deny = []string{"slow", "barrier", "add_*"}
+	a.Deny = []string{"slow", "barrier", "add_*", "saw_*"}
 	b := stdioTestServer("b")
 	b.Allow = []string{"echo", "pid"}
 	p := newTestPool(t, Config{Servers: map[string]ServerConfig{
@@ -416,5 +416,20 @@ func TestCloseLeavesNoChild(t *testing.T) {
 	}
 	if _, err := p.View("late", nil, nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("View after Close = %v", err)
+	}
+}
+
+// The pool offers 2025-11-25 in initialize and sends no server/discover
+// probe, so a server that ignores the probe (and would cost mcp-go's default
+// client its 5 s probe timeout) connects on the handshake alone.
+func TestNoDiscoverProbe(t *testing.T) {
+	t.Parallel()
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"old": stdioTestServer("nodiscover")}})
+	v := newTestView(t, p, nil, nil, nil)
+	if got := call(t, v, "saw_discover", nil).Text; got != "false" {
+		t.Errorf("saw_discover = %s", got)
+	}
+	if st := p.Status()[0]; st.Protocol != "2025-11-25" || st.ServerName != "nodiscover" {
+		t.Errorf("status = %+v", st)
 	}
 }
