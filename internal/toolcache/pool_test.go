@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // transportCase is one way of reaching the mcp-go test server.
@@ -431,5 +434,29 @@ func TestNoDiscoverProbe(t *testing.T) {
 	}
 	if st := p.Status()[0]; st.Protocol != "2025-11-25" || st.ServerName != "nodiscover" {
 		t.Errorf("status = %+v", st)
+	}
+}
+
+// Without list_changed (the server does not announce it), the slow resync
+// timer still picks up a changed tool list.
+func TestResyncTimer(t *testing.T) {
+	t.Parallel()
+	srv := server.NewMCPServer("quiet", "1", server.WithToolCapabilities(false))
+	srv.AddTool(mcp.NewTool("one"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("1"), nil
+	})
+	p := newTestPool(t, Config{}, WithInProcessServer("quiet", srv, ServerConfig{}), WithResyncInterval(20*time.Millisecond))
+	changed := make(chan struct{}, 10)
+	p.Registry().OnChange(func() { changed <- struct{}{} })
+	srv.AddTool(mcp.NewTool("two"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("2"), nil
+	})
+	timeout := time.After(10 * time.Second)
+	for !p.Registry().Has("two") {
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("resync timer did not pick up the new tool: %v", p.Registry().Names())
+		}
 	}
 }
