@@ -54,7 +54,8 @@ func WithClientInfo(name, version string) Option {
 }
 
 // WithHealthInterval sets how often each shared session is pinged (default
-// 30s; 0 disables).
+// 30s; 0 disables). A ping unanswered within the interval (at most 10s)
+// counts as a dead session.
 func WithHealthInterval(d time.Duration) Option { return func(o *options) { o.healthInterval = d } }
 
 // WithResyncInterval sets how often tool lists are re-read even without
@@ -419,7 +420,7 @@ func (c *serverConn) run() {
 		case <-resync:
 			c.syncTools(sess, log)
 		case <-health:
-			ctx, cancel := context.WithTimeout(c.p.ctx, 10*time.Second)
+			ctx, cancel := context.WithTimeout(c.p.ctx, min(10*time.Second, c.p.opts.healthInterval))
 			err := sess.ping(ctx)
 			cancel()
 			if err != nil && c.p.ctx.Err() == nil {

@@ -460,3 +460,48 @@ func TestResyncTimer(t *testing.T) {
 		}
 	}
 }
+
+// A hung server (stopped, so it never answers) fails its health check and is
+// replaced; calls then reach the new process.
+func TestHealthCheckReplacesHungServer(t *testing.T) {
+	t.Parallel()
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"hung": stdioTestServer("hung")}}, WithHealthInterval(100*time.Millisecond))
+	v := newTestView(t, p, nil, nil, nil)
+	pid1 := callPID(t, v, "pid")
+	if err := syscall.Kill(pid1, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		res, err := v.CallTool(ctx, "pid", nil)
+		if errors.Is(err, ErrSessionLost) {
+			continue // this call went to the hung process
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text == fmt.Sprint(pid1) {
+			t.Fatalf("hung process %d answered", pid1)
+		}
+		break
+	}
+	if !pidGone(pid1) {
+		t.Errorf("hung process %d not killed", pid1)
+	}
+}
+
+// CallTimeout bounds a call; the server is told to stop.
+func TestCallTimeout(t *testing.T) {
+	t.Parallel()
+	n := newNotes()
+	cfg := stdioTestServer("timeout")
+	cfg.CallTimeout = Duration(200 * time.Millisecond)
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"t": cfg}}, n.option())
+	v := newTestView(t, p, nil, nil, nil)
+	_, err := v.CallTool(context.Background(), "slow", json.RawMessage(`{"id":"t1"}`))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want deadline exceeded", err)
+	}
+	n.wait(t, "test/cancelled", "t1")
+}

@@ -236,11 +236,17 @@ func (s *session) isDead() bool {
 }
 
 // close ends the session: the transport is closed (stdin closed, then
-// SIGTERM, then SIGKILL for a child process), the process group is killed so
-// no grandchild survives, and the watcher goroutine is waited for.
+// SIGTERM, then SIGKILL for a child process; a broken session's child is
+// killed at once), the process group is killed so no grandchild survives,
+// and the watcher goroutine is waited for.
 func (s *session) close() error {
 	s.closeOnce.Do(func() {
 		s.markDead(ErrClosed)
+		if s.pid > 0 && s.deadErr != ErrClosed {
+			// A broken session gets no graceful stdin-close/SIGTERM grace
+			// period (5 s for a hung server): reconnecting is waiting on it.
+			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		}
 		if s.c != nil {
 			s.closeErr = s.c.Close()
 		}
