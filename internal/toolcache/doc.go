@@ -20,12 +20,13 @@
 // close / SIGTERM.
 //
 // Protocol: mcp-go v1.2.1 prefers protocol 2026-07-28, whose first request is
-// a server/discover probe; servers that predate it (including the npm
-// reference servers, 2026.8.31) never answer it, and the client waits 5 s
-// before falling back to initialize. The pool offers 2025-11-25 (the newest
-// version with the initialize handshake) unless a server's config pins
-// another, which every current server answers at once; see
-// docs/BENCHMARKS.md for the measured difference.
+// a server/discover probe. A server that predates it and answers "method not
+// found" (the npm reference servers 2026.8.31 do) costs one extra round trip;
+// one that silently drops unknown requests costs the probe's 5 s timeout
+// before mcp-go falls back to initialize. The pool offers 2025-11-25 (the
+// newest version with the initialize handshake; a server's config may pin an
+// older one), sends no probe, and so connects to every current server on the
+// handshake alone. docs/BENCHMARKS.md has the measurements.
 //
 // The Registry is one catalog across servers, read by the agent loop. Each
 // Tool keeps the server's name (Original), the verbatim input schema (for
