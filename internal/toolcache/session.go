@@ -58,6 +58,8 @@ type session struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	bgMu      sync.Mutex // guards closing against new background sends
+	closing   bool
 }
 
 // dialer opens sessions; it holds what every connection needs.
@@ -195,9 +197,9 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 }
 
 // protocolFor is the version offered in initialize. Pinning a pre-2026
-// version makes mcp-go skip its server/discover probe, which servers that
-// predate it (the npm reference servers among them) leave unanswered for the
-// probe's 5 s timeout; every server still answers initialize at once.
+// version makes mcp-go skip its server/discover probe, which costs a round
+// trip on servers that reject it and 5 s on servers that ignore it, while
+// every current server answers initialize at once.
 func protocolFor(cfg ServerConfig) string {
 	if cfg.ProtocolVersion != "" {
 		return cfg.ProtocolVersion
@@ -254,7 +256,13 @@ func (s *session) close() error {
 		if s.pid > 0 {
 			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 		}
+		s.bgMu.Lock()
+		s.closing = true
+		s.bgMu.Unlock()
 		s.wg.Wait()
+		if s.deadErr != ErrClosed {
+			s.closeErr = nil // how a broken session's process ended is no news
+		}
 	})
 	return s.closeErr
 }
@@ -323,6 +331,11 @@ func (s *session) sendCancelled(id mcp.RequestId, cause error) {
 			Method: string(mcp.MethodNotificationCancelled),
 			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
 		},
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.closing {
+		return
 	}
 	s.wg.Add(1)
 	go func() {
