@@ -158,42 +158,12 @@ func OneLine(desc string) string {
 }
 
 // ToolTokens counts the o200k_base tokens of tools exactly as the llm
-// client sends them (the "tools" JSON array, built with llm.ToolJSON). The
-// loop reports it in llm.request events and Usage; the tokens command
-// prints it.
+// client sends them (toolcache.CountToolTokens). The loop reports it in
+// llm.request events and Usage; the tokens command prints it.
 func ToolTokens(tools []llm.Tool) (int, error) {
-	b, err := toolsJSON(tools)
-	if err != nil || b == nil {
-		return 0, err
-	}
-	return countTokens(b)
-}
-
-// toolsJSON is the "tools" array as sent (nil for no tools).
-func toolsJSON(tools []llm.Tool) ([]byte, error) {
-	if len(tools) == 0 {
-		return nil, nil
-	}
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i, t := range tools {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		j, err := llm.ToolJSON(t)
-		if err != nil {
-			return nil, fmt.Errorf("agentloop: encoding tools: %w", err)
-		}
-		b.Write(j)
-	}
-	b.WriteByte(']')
-	return b.Bytes(), nil
-}
-
-func countTokens(b []byte) (int, error) {
-	n, err := toolcache.CountTokens(string(b))
+	n, err := toolcache.CountToolTokens(tools)
 	if err != nil {
-		return 0, fmt.Errorf("agentloop: %w", err)
+		return 0, fmt.Errorf("agentloop: counting tool tokens: %w", err)
 	}
 	return n, nil
 }
@@ -209,9 +179,12 @@ type tokenCache struct {
 const tokenCacheSize = 256
 
 func (c *tokenCache) count(tools []llm.Tool) (int, error) {
-	b, err := toolsJSON(tools)
-	if err != nil || b == nil {
-		return 0, err
+	b, err := llm.ToolsJSON(tools)
+	if err != nil {
+		return 0, fmt.Errorf("agentloop: encoding tools: %w", err)
+	}
+	if b == nil {
+		return 0, nil
 	}
 	key := sha256.Sum256(b)
 	c.mu.Lock()
@@ -220,8 +193,8 @@ func (c *tokenCache) count(tools []llm.Tool) (int, error) {
 	if ok {
 		return n, nil
 	}
-	if n, err = countTokens(b); err != nil {
-		return 0, err
+	if n, err = toolcache.CountTokens(string(b)); err != nil {
+		return 0, fmt.Errorf("agentloop: %w", err)
 	}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= tokenCacheSize {

@@ -148,3 +148,26 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		},
 	}, nil
 }
+
+// ToolsJSON is the "tools" array exactly as Complete sends it: the ToolJSON
+// of each tool, in order (nil for no tools). Token accounting counts these
+// bytes.
+func ToolsJSON(tools []Tool) ([]byte, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, t := range tools {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		j, err := ToolJSON(t)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(j)
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}

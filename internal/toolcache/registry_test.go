@@ -220,8 +220,10 @@ func TestTerms(t *testing.T) {
 }
 
 // The token counts of the shared catalogs in full form, as a sanity check
-// against the catalogs' README (which counts the same JSON, except that it
-// also sends "description": null for the tools that have none).
+// against the catalogs' README. The README counted the same definitions with
+// object keys sorted and "description": null for tools that have none; we
+// count the bytes really sent (keys in the server's order), which comes out
+// a little lower: within 1% for each catalog and in total.
 func TestCatalogTokenCounts(t *testing.T) {
 	t.Parallel()
 	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "catalogs", "*.json"))
@@ -240,15 +242,17 @@ func TestCatalogTokenCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		total += n
-		if filepath.Base(f) == "github-mcp-server-all.json" && n != 20475 {
+		if filepath.Base(f) == "github-mcp-server-all.json" && !within1pc(n, 20475) {
 			t.Errorf("github-mcp-server-all = %d tokens, README says 20,475", n)
 		}
 	}
-	if diff := 243663 - total; diff < 0 || diff > 100 {
+	if !within1pc(total, 243663) {
 		t.Errorf("all catalogs = %d tokens, README says 243,663", total)
 	}
 	t.Logf("all catalogs, full form: %d tokens", total)
 }
+
+func within1pc(got, want int) bool { return got*100 >= want*99 && got*100 <= want*101 }
 
 func verbatim(tools []Tool) []Tool {
 	out := make([]Tool, len(tools))

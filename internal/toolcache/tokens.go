@@ -17,33 +17,13 @@ var o200k = sync.OnceValues(func() (tokenizer.Codec, error) {
 })
 
 // CountToolTokens counts the o200k_base tokens of tools as an OpenAI "tools"
-// parameter: the compact JSON of
-// [{"function":{"description","name","parameters"},"type":"function"}, ...]
-// with object keys sorted, which is how openai-go encodes the
-// FunctionParameters map it is given (and how the catalog README counted).
-// It is the cost the definitions add to every request; providers add a small
-// per-request framing overhead that this does not model.
+// parameter: exactly the bytes the llm client sends (llm.ToolsJSON), so the
+// figure the loop reports is the cost the definitions add to every request.
+// Providers add a small per-request framing overhead that this does not model.
 func CountToolTokens(tools []llm.Tool) (int, error) {
-	if len(tools) == 0 {
-		return 0, nil
-	}
-	wire := make([]any, len(tools))
-	for i, t := range tools {
-		var params any = map[string]any{"type": "object"}
-		if !isNull(t.Parameters) {
-			if err := json.Unmarshal(t.Parameters, &params); err != nil {
-				return 0, fmt.Errorf("toolcache: tool %q: parameters: %w", t.Name, err)
-			}
-		}
-		fn := map[string]any{"name": t.Name, "parameters": params}
-		if t.Description != "" {
-			fn["description"] = t.Description
-		}
-		wire[i] = map[string]any{"type": "function", "function": fn}
-	}
-	b, err := json.Marshal(wire)
-	if err != nil {
-		return 0, fmt.Errorf("toolcache: encode tools: %w", err)
+	b, err := llm.ToolsJSON(tools)
+	if err != nil || b == nil {
+		return 0, err
 	}
 	return CountTokens(string(b))
 }
