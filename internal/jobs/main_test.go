@@ -56,6 +56,27 @@ func startServer(t *testing.T) *server.Server {
 	return s
 }
 
+// startServerB and connectB are startServer and connect for benchmarks.
+func startServerB(b *testing.B) *server.Server {
+	b.Helper()
+	s, err := StartEmbedded(EmbeddedConfig{DataDir: b.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+func connectB(b *testing.B, s *server.Server) *nats.Conn {
+	b.Helper()
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	return nc
+}
+
 func connect(t *testing.T, s *server.Server) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect(s.ClientURL())
