@@ -160,7 +160,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			DuplicateWindow: s.DuplicateWindow, EventsMaxAge: s.EventsMaxAge, DLQMaxAge: s.DLQMaxAge,
 			AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, BackOff: s.Backoff,
 		},
-		Runner:      &agentRunner{loop: loop, pool: pool, system: s.SystemPrompt, clientTimeout: s.ClientToolTimeout, log: log},
+		Runner:      &agentRunner{loop: loop, pool: pool, system: s.SystemPrompt, model: s.OpenAI.Model, clientTimeout: s.ClientToolTimeout, log: log},
 		WorkerID:    s.WorkerID,
 		Concurrency: s.Concurrency, Heartbeat: s.Heartbeat,
 		RetryDelay: s.RetryDelay, RetryDelayMax: s.RetryDelayMax,

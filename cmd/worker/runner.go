@@ -24,6 +24,7 @@ type agentRunner struct {
 	loop          *agentloop.Loop
 	pool          *toolcache.Pool // nil: no MCP servers configured
 	system        string
+	model         string // the default model, for transcripts of jobs that name none
 	clientTimeout time.Duration
 	log           *slog.Logger
 }
@@ -89,6 +90,9 @@ func (r *agentRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (
 				FullModeToolDefTokens: res.Usage.FullModeToolDefTokens,
 			},
 			Rounds: res.Rounds, StopReason: res.StopReason, Mode: string(res.Mode), Model: job.Model,
+		}
+		if out.Model == "" {
+			out.Model = r.model
 		}
 		for _, ig := range reflect.Ignore(res.Records) {
 			r.log.Warn("record not reflected", "job", job.ID, "record", ig.Record.ID, "reason", ig.Reason)
