@@ -7,4 +7,6 @@
 //   - result.schema.json: the outcome of a job (terminal events, submit --out)
 //   - state.schema.json: a value in the AGENT_STATE key-value bucket
 //   - transcript.schema.json: an object in the AGENT_TRANSCRIPTS object store
+//   - client_request.schema.json, client_response.schema.json: a client tool
+//     call on agent.client.<job_id> and its answer (package clienttools)
 package schemas
