@@ -84,7 +84,7 @@ func run(ctx context.Context, task string, keep bool) error {
 	fmt.Printf("\n$ JETAGENT_MCP_CONFIG=%s JETAGENT_LISTEN=%s bin/worker\n", mcpConfig, addr)
 	worker := exec.Command(filepath.Join(bin, "worker"))
 	worker.Env = workerEnv
-	ready, err := startPrefixed(worker, "[worker] ", "ready")
+	ready, err := startPrefixed(worker, "[worker] ", `msg="worker ready"`)
 	if err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
