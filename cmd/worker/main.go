@@ -267,6 +267,14 @@ func tools(args []string, stdout io.Writer) error {
 		if st.Error != "" {
 			name += " (" + strings.TrimSpace(st.Error) + ")"
 		}
+		if !*md {
+			// What the model sees of each tool in deferred mode.
+			fmt.Fprintf(stdout, "%s: %s, %d tools\n", st.Name, st.State, len(mine))
+			for _, t := range mine {
+				fmt.Fprintf(stdout, "  %-32s %s\n", t.Name, agentloop.OneLine(t.Description))
+			}
+			fmt.Fprintln(stdout)
+		}
 		row, err := toolcost.Measure(name, mine, agentloop.DefaultAutoThresholds())
 		if err != nil {
 			return err

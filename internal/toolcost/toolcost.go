@@ -47,14 +47,16 @@ func Measure(name string, tools []toolcache.Tool, th agentloop.AutoThresholds) (
 	return row, nil
 }
 
-// Total sums rows into one (Auto is left empty: it is per catalog).
+// Total is the cost of all rows' catalogs offered in one job: full and
+// deferred add up, search stays the one fixed meta-tool array. Auto is left
+// empty (it is per catalog).
 func Total(rows []Row) Row {
 	t := Row{Name: "total"}
 	for _, r := range rows {
 		t.Tools += r.Tools
 		t.Full += r.Full
 		t.Deferred += r.Deferred
-		t.Search += r.Search
+		t.Search = max(t.Search, r.Search)
 	}
 	return t
 }
