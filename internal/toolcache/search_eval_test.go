@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
+// devItem is one task of ../shared/retrieval/livemcpbench-dev.jsonl: gold
+// tools by their servers' own names, with the servers that offer each.
 type devItem struct {
 	ID    string `json:"id"`
 	Query string `json:"query"`
@@ -36,11 +39,18 @@ func loadDevSet(t testing.TB) []devItem {
 		}
 		items = append(items, it)
 	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return items
 }
 
 var recallKs = []int{1, 5, 10, 20}
 
+// recallAt is the share of an item's gold tools among the first k results
+// of one search with the whole task, averaged over the items that have gold
+// tools, for each k of recallKs. A result matches a gold tool by Original
+// name and one of its servers.
 func recallAt(search func(string, int) []Tool, items []devItem) []float64 {
 	sum := make([]float64, len(recallKs))
 	n := 0
@@ -54,7 +64,7 @@ func recallAt(search func(string, int) []Tool, items []devItem) []float64 {
 			found := 0
 			for _, g := range it.Gold {
 				for _, h := range hits[:min(k, len(hits))] {
-					if h.Original == g.Tool && (len(g.Servers) == 0 || contains(g.Servers, h.Server)) {
+					if h.Original == g.Tool && (len(g.Servers) == 0 || slices.Contains(g.Servers, h.Server)) {
 						found++
 						break
 					}
@@ -67,15 +77,6 @@ func recallAt(search func(string, int) []Tool, items []devItem) []float64 {
 		sum[i] /= float64(n)
 	}
 	return sum
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // searchVariant is one set of ranking choices in the evaluation table.
