@@ -118,7 +118,9 @@ func (r *Registry) List() []Tool {
 }
 
 // Search ranks tools for a free-text query with BM25 over the words of the
-// name (split on _, -, camelCase), the description and the parameter names.
+// server's own tool name (split on _, -, camelCase, and kept whole), the
+// server name, the description and the parameter names and descriptions;
+// each distinct query word counts once (see search.go).
 // At most limit tools are returned (limit <= 0: 10); none when nothing matches.
 func (r *Registry) Search(query string, limit int) []Tool {
 	s := r.current()
