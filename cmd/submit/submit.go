@@ -253,7 +253,15 @@ func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error)
 		return nil, err
 	}
 	job.ClientSecret = secret
-	for _, d := range clienttools.LocalMCPDecls(view) {
+	decls := clienttools.LocalMCPDecls(view)
+	// The worker dead-letters a job whose declarations break these limits;
+	// say so before publishing.
+	if err := clienttools.ValidateDecls(decls, clienttools.DeclLimits{}); err != nil {
+		_ = view.Close()
+		_ = pool.Close()
+		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
+	}
+	for _, d := range decls {
 		job.ClientTools = append(job.ClientTools, jobs.ClientTool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
 	}
 	stopServe, err := clienttools.Serve(c.ctx, c.nc, job.ID, secret, clienttools.LocalMCPHandler(view),

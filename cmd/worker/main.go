@@ -165,7 +165,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		Concurrency: s.Concurrency, Heartbeat: s.Heartbeat,
 		RetryDelay: s.RetryDelay, RetryDelayMax: s.RetryDelayMax,
 		ShutdownGrace: s.ShutdownGrace, JobTimeout: s.JobTimeout, MaxJobBytes: s.MaxJobBytes,
-		KnownServer: known, Metrics: metrics, Logger: log,
+		KnownServer: known, Admit: admitClientTools, Metrics: metrics, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -104,6 +104,20 @@ func (r *agentRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (
 	return out, nil
 }
 
+// admitClientTools refuses, at the door, a job whose client tool
+// declarations are invalid or beyond clienttools' size limits: such a job
+// is dead-lettered with the reason instead of failing once it runs.
+func admitClientTools(j *jobs.Job) error {
+	if len(j.ClientTools) == 0 {
+		return nil
+	}
+	decls := make([]clienttools.Decl, len(j.ClientTools))
+	for i, ct := range j.ClientTools {
+		decls[i] = clienttools.Decl{Name: ct.Name, Description: ct.Description, InputSchema: ct.InputSchema}
+	}
+	return clienttools.ValidateDecls(decls, clienttools.DeclLimits{})
+}
+
 // classify marks errors another attempt may fix (the provider overloaded
 // or timing out even after the client's own retries) as Retryable: the job
 // goes back to the queue with a delay and resumes from its checkpoint.

@@ -72,6 +72,10 @@ type Config struct {
 	// KnownServer reports whether an MCP server name is configured; a job
 	// naming another is dead-lettered. Nil: no servers are configured.
 	KnownServer func(name string) bool
+	// Admit, when set, is a further check at the door, after the schema and
+	// KnownServer: a job it refuses is dead-lettered with the error's text
+	// as the reason (the worker command bounds client tool declarations).
+	Admit func(*Job) error
 	// Metrics, when set, records job counts and durations.
 	Metrics *Metrics
 	// Logger receives operational logs (default: discarded).
@@ -286,6 +290,11 @@ func (w *Worker) handle(queue string, msg jetstream.Msg) {
 	job, rejectErr := w.v.DecodeJob(msg.Data())
 	if rejectErr == nil {
 		rejectErr = CheckServers(job, w.cfg.KnownServer)
+	}
+	if rejectErr == nil && w.cfg.Admit != nil {
+		if err := w.cfg.Admit(job); err != nil {
+			rejectErr = fmt.Errorf("%w: %w", ErrRejected, err)
+		}
 	}
 	d.id = jobID(msg.Data(), msg.Headers(), d.seq)
 	d.env = &runEnv{w: w, jobID: d.id, attempt: d.attempt}
