@@ -34,7 +34,9 @@ func (r *agentRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (
 		JobID: job.ID, Task: job.Task, System: job.System, Model: job.Model,
 		Mode: agentloop.Mode(job.ToolMode), MaxRounds: job.MaxRounds, History: job.History,
 	}
-	if in.System == "" {
+	// The default prompt applies unless the job sets its own or continues
+	// a conversation that has one (a transcript as history).
+	if in.System == "" && (len(job.History) == 0 || job.History[0].Role != llm.RoleSystem) {
 		in.System = r.system
 	}
 	if r.pool != nil {

@@ -19,7 +19,9 @@ type Input struct {
 	// MaxRounds 0 means the configured default; it is capped by MaxRoundsCap.
 	MaxRounds int
 	// History is earlier messages (a continuation); it goes between the
-	// system prompt and the task.
+	// system prompt and the task. A stored transcript starts with the
+	// earlier job's system prompt: when System is set, those leading system
+	// messages are left out, so the model gets one system prompt.
 	History []llm.Message
 	// Tools is the job's view of the registry (nil: no MCP tools).
 	Tools       ToolSet

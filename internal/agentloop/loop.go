@@ -148,10 +148,14 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		j.usage = r.Usage
 		j.rounds = r.Round
 	} else {
+		history := in.History
 		if in.System != "" {
 			j.messages = append(j.messages, llm.Message{Role: llm.RoleSystem, Content: in.System})
+			for len(history) > 0 && history[0].Role == llm.RoleSystem {
+				history = history[1:] // the earlier job's prompt, superseded
+			}
 		}
-		j.messages = append(j.messages, in.History...)
+		j.messages = append(j.messages, history...)
 		j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: in.Task})
 	}
 	return j, nil
