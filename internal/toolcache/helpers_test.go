@@ -1,9 +1,11 @@
 package toolcache
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,15 +41,16 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *swapHandler) set(h http.Handler) { s.h.Store(&h) }
 
 // httpTestServer serves a fresh test MCP server over streamable HTTP; restart
-// replaces it with a new server that knows none of the old sessions.
-func httpTestServer(t *testing.T) (url string, restart func()) {
+// replaces it with a new server that knows none of the old sessions. w (may
+// be nil) watches the server.
+func httpTestServer(t *testing.T, w *serverWatch) (url string, restart func()) {
 	t.Helper()
 	sw := &swapHandler{}
 	mk := func() http.Handler {
-		return server.NewStreamableHTTPServer(newTestMCPServer("http"), server.WithStateful(true))
+		return server.NewStreamableHTTPServer(watchedTestMCPServer("http", w), server.WithStateful(true))
 	}
 	sw.set(mk())
-	ts := httptest.NewServer(sw)
+	ts := httptest.NewServer(w.wrap(sw))
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
@@ -55,17 +58,161 @@ func httpTestServer(t *testing.T) (url string, restart func()) {
 	return ts.URL + "/mcp", func() { sw.set(mk()) }
 }
 
-// sseTestServer serves a test MCP server over the SSE transport.
-func sseTestServer(t *testing.T) string {
+// sseTestServer serves a test MCP server over the SSE transport. w (may be
+// nil) watches the server.
+func sseTestServer(t *testing.T, w *serverWatch) string {
 	t.Helper()
-	sse := server.NewSSEServer(newTestMCPServer("sse"))
-	ts := httptest.NewServer(sse)
+	sse := server.NewSSEServer(watchedTestMCPServer("sse", w))
+	ts := httptest.NewServer(w.wrap(sse))
 	server.WithBaseURL(ts.URL)(sse)
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		ts.Close()
 	})
 	return ts.URL + "/sse"
+}
+
+// serverWatch is what a test sees, from inside its own process, of the test
+// server's slow calls and of the cancellations sent to it.
+//
+// Over streamable HTTP a notification cannot tell the test that a handler's
+// context ended: mcp-go's stateful server hands a session's notifications to
+// whichever of its streams reads first, so test/cancelled, sent as the
+// cancelled call ends, can be written to that call's abandoned POST response,
+// or taken and dropped by the forwarder of a POST that has just finished; and
+// the client's listening GET stream may not be connected yet. So servers in
+// the test process report on Go channels, and the stdio server's
+// notifications (one ordered pipe, nothing lost) are fed into the same ones.
+type serverWatch struct {
+	started   chan string // slow(id): the handler began
+	cancelled chan string // slow(id): the handler's context ended
+	// cancels receives the requestId (raw JSON) of each notifications/cancelled
+	// POSTed to a wrapped HTTP endpoint.
+	cancels chan string
+
+	mu    sync.Mutex
+	calls map[string]string // slow's id argument -> raw JSON id of its tools/call
+}
+
+func newServerWatch() *serverWatch {
+	return &serverWatch{
+		started:   make(chan string, 100),
+		cancelled: make(chan string, 100),
+		cancels:   make(chan string, 100),
+		calls:     map[string]string{},
+	}
+}
+
+// report records a slow call's event ("started" or "cancelled"); never blocks.
+func (w *serverWatch) report(event, id string) {
+	if w == nil {
+		return
+	}
+	ch := w.started
+	if event == "cancelled" {
+		ch = w.cancelled
+	}
+	select {
+	case ch <- id:
+	default:
+	}
+}
+
+// option feeds the stdio server's test/started and test/cancelled
+// notifications into w.
+func (w *serverWatch) option() Option {
+	return WithNotificationHandler(func(_ string, n mcp.JSONRPCNotification) {
+		if id, ok := n.Params.AdditionalFields["id"].(string); ok {
+			switch n.Method {
+			case "test/started":
+				w.report("started", id)
+			case "test/cancelled":
+				w.report("cancelled", id)
+			}
+		}
+	})
+}
+
+// wrap returns h observing the JSON-RPC messages POSTed to it: which request
+// id each slow call has, and every notifications/cancelled.
+func (w *serverWatch) wrap(h http.Handler) http.Handler {
+	if w == nil {
+		return h
+	}
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Body != nil {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(rw, err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params struct {
+					Name      string              `json:"name"`
+					Arguments struct{ ID string } `json:"arguments"`
+					RequestID json.RawMessage     `json:"requestId"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &msg) == nil {
+				switch {
+				case msg.Method == string(mcp.MethodToolsCall) && msg.Params.Name == "slow":
+					w.mu.Lock()
+					w.calls[msg.Params.Arguments.ID] = string(msg.ID)
+					w.mu.Unlock()
+				case msg.Method == string(mcp.MethodNotificationCancelled):
+					select {
+					case w.cancels <- string(msg.Params.RequestID):
+					default:
+					}
+				}
+			}
+		}
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// waitFor waits until ch yields want; what names it in the failure.
+func waitFor(t *testing.T, ch <-chan string, want, what string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-ch:
+			if got == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s not seen within 10s", what)
+		}
+	}
+}
+
+// waitStarted waits until slow(id)'s handler is running.
+func (w *serverWatch) waitStarted(t *testing.T, id string) {
+	t.Helper()
+	waitFor(t, w.started, id, "start of slow call "+strconv.Quote(id))
+}
+
+// waitCancelled waits until slow(id)'s handler has seen its context end.
+func (w *serverWatch) waitCancelled(t *testing.T, id string) {
+	t.Helper()
+	waitFor(t, w.cancelled, id, "handler cancellation of slow call "+strconv.Quote(id))
+}
+
+// waitCancelNote waits until the server has been sent notifications/cancelled
+// naming slow(id)'s tools/call request.
+func (w *serverWatch) waitCancelNote(t *testing.T, id string) {
+	t.Helper()
+	w.mu.Lock()
+	reqID, ok := w.calls[id]
+	w.mu.Unlock()
+	if !ok {
+		t.Fatalf("slow call %q never reached the HTTP endpoint", id)
+	}
+	waitFor(t, w.cancels, reqID, "notifications/cancelled for request "+reqID+" (slow call "+strconv.Quote(id)+")")
 }
 
 // notes collects server notifications by method.

@@ -76,13 +76,19 @@ func serveStdio(name string) int {
 //	echo(text)          returns text
 //	pid()               returns the server's process id
 //	slow(id)            notifies test/started{id}, then blocks until cancelled
-//	                    (then notifies test/cancelled{id}) or 60 s pass
+//	                    (then notifies test/cancelled{id}) or 60 s pass; a
+//	                    server in the test process also reports both to its
+//	                    serverWatch (see watchedTestMCPServer)
 //	barrier(n)          returns once n barrier calls are in flight at once
 //	add_tool(name)      adds a tool, which makes the server send
 //	                    notifications/tools/list_changed
 //
 // plus a resource test://hello and a template test://item/{id}.
-func newTestMCPServer(name string) *server.MCPServer {
+func newTestMCPServer(name string) *server.MCPServer { return watchedTestMCPServer(name, nil) }
+
+// watchedTestMCPServer is newTestMCPServer reporting its slow calls to w
+// (which may be nil).
+func watchedTestMCPServer(name string, w *serverWatch) *server.MCPServer {
 	s := server.NewMCPServer(name, "1.0.0",
 		server.WithToolCapabilities(true),
 		server.WithResourceCapabilities(false, true))
@@ -100,9 +106,11 @@ func newTestMCPServer(name string) *server.MCPServer {
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			id := req.GetString("id", "")
 			_ = s.SendNotificationToClient(ctx, "test/started", map[string]any{"id": id})
+			w.report("started", id)
 			select {
 			case <-ctx.Done():
 				_ = s.SendNotificationToClient(context.WithoutCancel(ctx), "test/cancelled", map[string]any{"id": id})
+				w.report("cancelled", id)
 				return nil, ctx.Err()
 			case <-time.After(60 * time.Second):
 				return mcp.NewToolResultText("slept"), nil

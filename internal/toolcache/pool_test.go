@@ -15,26 +15,30 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// transportCase is one way of reaching the mcp-go test server.
+// transportCase is one way of reaching the mcp-go test server, watched by w.
 type transportCase struct {
 	name  string
-	setup func(t *testing.T) (Config, []Option)
+	setup func(t *testing.T, w *serverWatch) (Config, []Option)
+	// cancelNote: the pool has to send notifications/cancelled, and w sees it
+	// arrive. (Over stdio the handler's context can end no other way; an
+	// in-process handler runs on the caller's context itself.)
+	cancelNote bool
 }
 
 var transportCases = []transportCase{
-	{"stdio", func(t *testing.T) (Config, []Option) {
-		return Config{Servers: map[string]ServerConfig{"srv": stdioTestServer("stdio")}}, nil
-	}},
-	{"http", func(t *testing.T) (Config, []Option) {
-		url, _ := httpTestServer(t)
+	{"stdio", func(t *testing.T, w *serverWatch) (Config, []Option) {
+		return Config{Servers: map[string]ServerConfig{"srv": stdioTestServer("stdio")}}, []Option{w.option()}
+	}, false},
+	{"http", func(t *testing.T, w *serverWatch) (Config, []Option) {
+		url, _ := httpTestServer(t, w)
 		return Config{Servers: map[string]ServerConfig{"srv": {URL: url}}}, nil
-	}},
-	{"sse", func(t *testing.T) (Config, []Option) {
-		return Config{Servers: map[string]ServerConfig{"srv": {URL: sseTestServer(t), Type: "sse"}}}, nil
-	}},
-	{"inprocess", func(t *testing.T) (Config, []Option) {
-		return Config{}, []Option{WithInProcessServer("srv", newTestMCPServer("inprocess"), ServerConfig{})}
-	}},
+	}, true},
+	{"sse", func(t *testing.T, w *serverWatch) (Config, []Option) {
+		return Config{Servers: map[string]ServerConfig{"srv": {URL: sseTestServer(t, w), Type: "sse"}}}, nil
+	}, true},
+	{"inprocess", func(t *testing.T, w *serverWatch) (Config, []Option) {
+		return Config{}, []Option{WithInProcessServer("srv", watchedTestMCPServer("inprocess", w), ServerConfig{})}
+	}, false},
 }
 
 func TestTransports(t *testing.T) {
@@ -42,7 +46,7 @@ func TestTransports(t *testing.T) {
 	for _, tc := range transportCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, opts := tc.setup(t)
+			cfg, opts := tc.setup(t, newServerWatch())
 			p := newTestPool(t, cfg, opts...)
 			st := p.Status()
 			if len(st) != 1 || st[0].State != StateReady {
@@ -214,16 +218,17 @@ func TestMaxConcurrentLimits(t *testing.T) {
 	call(t, v, "echo", map[string]any{"text": "x"})
 }
 
-// Cancelling a call's context sends notifications/cancelled: the server's
-// handler sees its context end.
+// Cancelling a call's context sends notifications/cancelled (HTTP, SSE,
+// stdio; an in-process handler shares the caller's context): the server's
+// handler sees its context end, and the session still serves calls.
 func TestCancellationForwarded(t *testing.T) {
 	t.Parallel()
 	for _, tc := range transportCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			n := newNotes()
-			cfg, opts := tc.setup(t)
-			p := newTestPool(t, cfg, append(opts, n.option())...)
+			w := newServerWatch()
+			cfg, opts := tc.setup(t, w)
+			p := newTestPool(t, cfg, opts...)
 			v := newTestView(t, p, nil, nil, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			errc := make(chan error, 1)
@@ -231,12 +236,15 @@ func TestCancellationForwarded(t *testing.T) {
 				_, err := v.CallTool(ctx, "slow", json.RawMessage(`{"id":"c1"}`))
 				errc <- err
 			}()
-			n.wait(t, "test/started", "c1")
+			w.waitStarted(t, "c1")
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Fatalf("cancelled call = %v", err)
 			}
-			n.wait(t, "test/cancelled", "c1")
+			w.waitCancelled(t, "c1")
+			if tc.cancelNote {
+				w.waitCancelNote(t, "c1")
+			}
 			call(t, v, "echo", map[string]any{"text": "still fine"})
 		})
 	}
@@ -246,7 +254,7 @@ func TestCancellationForwarded(t *testing.T) {
 // refused call is sent again on the new session.
 func TestHTTPSessionExpired(t *testing.T) {
 	t.Parallel()
-	url, restart := httpTestServer(t)
+	url, restart := httpTestServer(t, nil)
 	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"web": {URL: url}}})
 	v := newTestView(t, p, nil, nil, nil)
 	call(t, v, "echo", map[string]any{"text": "before"})

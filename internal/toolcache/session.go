@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -49,6 +50,7 @@ type session struct {
 	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
 	pid    int
 	cancel context.CancelFunc // ends the process context (last resort kill)
+	http   *http.Client       // an HTTP or SSE session's own client
 	wg     sync.WaitGroup     // the stderr watcher
 
 	protocol    string
@@ -130,7 +132,8 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			}()
 		}
 	case TypeHTTP:
-		opts := []transport.StreamableHTTPCOption{transport.WithContinuousListening(), transport.WithHTTPLogger(d.logger)}
+		s.http = newHTTPClient()
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithContinuousListening(), transport.WithHTTPLogger(d.logger)}
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(cfg.Headers))
 		}
@@ -141,7 +144,8 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		}
 		tr = t
 	case TypeSSE:
-		opts := []transport.ClientOption{transport.WithSSELogger(d.logger)}
+		s.http = newHTTPClient()
+		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(d.logger)}
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, transport.WithHeaders(cfg.Headers))
 		}
@@ -194,6 +198,15 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	s.caps = res.Capabilities
 	s.connectTime = time.Since(start)
 	return s, nil
+}
+
+// newHTTPClient is a client with a connection pool of its own. mcp-go's
+// default client uses http.DefaultTransport, which anything in the process
+// may CloseIdleConnections on (httptest.Server.Close does): a request that is
+// just taking an idle connection then fails ("CloseIdleConnections called"),
+// which here fails a handshake or a call.
+func newHTTPClient() *http.Client {
+	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 }
 
 // protocolFor is the version offered in initialize. Pinning a pre-2026
@@ -251,6 +264,9 @@ func (s *session) close() error {
 		}
 		if s.c != nil {
 			s.closeErr = s.c.Close()
+		}
+		if s.http != nil {
+			s.http.CloseIdleConnections()
 		}
 		s.cancel()
 		if s.pid > 0 {
