@@ -159,19 +159,19 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 			return nil, err
 		}
 	}
-	t.State, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	t.State, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: n.StateBucket(), Description: "jetagent job states",
 		History: stateHistory, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-	})
+	}, logf)
 	if err != nil {
-		return nil, fmt.Errorf("%w: key-value bucket %s: %v", ErrTopology, n.StateBucket(), err)
+		return nil, err
 	}
-	t.Transcripts, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	t.Transcripts, err = ensureObjectStore(ctx, js, jetstream.ObjectStoreConfig{
 		Bucket: n.TranscriptBucket(), Description: "jetagent transcripts and checkpoints",
 		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
-	})
+	}, logf)
 	if err != nil {
-		return nil, fmt.Errorf("%w: object store %s: %v", ErrTopology, n.TranscriptBucket(), err)
+		return nil, err
 	}
 	for _, q := range cfg.Queues {
 		c, err := ensureConsumer(ctx, t.Jobs, jetstream.ConsumerConfig{
@@ -195,12 +195,35 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 	return t, nil
 }
 
+// askTimeout bounds one JetStream API request of EnsureTopology, and
+// askAttempts how often an unanswered one is sent again.
+const (
+	askTimeout  = 2 * time.Second
+	askAttempts = 5
+)
+
+// ask sends one idempotent JetStream API request (f), again when it goes
+// unanswered while ctx has time left. On a cluster, a request about a
+// stream that another worker is creating at that moment can get no answer
+// at all (its group has no leader yet; seen with nats-server 2.15.2), so
+// workers starting together would otherwise fail at random.
+func ask[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, askTimeout)
+		v, err := f(actx)
+		cancel()
+		if err == nil || attempt == askAttempts || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return v, err
+		}
+	}
+}
+
 // ensureStream creates want or reconciles an existing stream with it.
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, logf func(string, ...any)) (jetstream.Stream, error) {
 	for range 2 { // a second pass covers losing a create race to another worker
-		s, err := js.Stream(ctx, want.Name)
+		s, err := ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) })
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			s, err = js.CreateStream(ctx, want)
+			s, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, want) })
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				continue
 			}
@@ -224,7 +247,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		}
 		upd := have // keep settings we do not manage (an operator's limits)
 		upd.Subjects, upd.Replicas, upd.Duplicates, upd.MaxAge = want.Subjects, want.Replicas, want.Duplicates, want.MaxAge
-		s, err = js.UpdateStream(ctx, upd)
+		s, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, upd) })
 		if err != nil {
 			return nil, fmt.Errorf("%w: stream %s has %s; updating it failed: %v",
 				ErrTopology, want.Name, strings.Join(diffs, ", "), err)
@@ -252,11 +275,78 @@ func streamDiffs(have, want jetstream.StreamConfig) []string {
 	return d
 }
 
+// ensureKeyValue creates the bucket, or updates it when a setting we
+// manage differs. It looks before it writes rather than calling
+// CreateOrUpdateKeyValue: that sends an update first, and on a cluster an
+// update racing another worker's create of the same bucket can go
+// unanswered until the request times out (nats-server 2.15.2), while
+// concurrent equal creates are answered as one.
+func ensureKeyValue(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig, logf func(string, ...any)) (jetstream.KeyValue, error) {
+	kv, err := ask(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, want.Bucket) })
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if kv, err = ask(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, want) }); err != nil {
+			return nil, fmt.Errorf("%w: create key-value bucket %s: %v", ErrTopology, want.Bucket, err)
+		}
+		return kv, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key-value bucket %s: %w", want.Bucket, err)
+	}
+	st, err := ask(ctx, func(ctx context.Context) (jetstream.KeyValueStatus, error) { return kv.Status(ctx) })
+	if err != nil {
+		return nil, fmt.Errorf("key-value bucket %s: %w", want.Bucket, err)
+	}
+	have := st.Config()
+	var diffs []string
+	if have.History != want.History {
+		diffs = append(diffs, fmt.Sprintf("history %d (want %d)", have.History, want.History))
+	}
+	if have.Replicas != want.Replicas {
+		diffs = append(diffs, fmt.Sprintf("replicas %d (want %d)", have.Replicas, want.Replicas))
+	}
+	if len(diffs) == 0 {
+		return kv, nil
+	}
+	if kv, err = ask(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.UpdateKeyValue(ctx, want) }); err != nil {
+		return nil, fmt.Errorf("%w: key-value bucket %s has %s; updating it failed: %v",
+			ErrTopology, want.Bucket, strings.Join(diffs, ", "), err)
+	}
+	logf("updated key-value bucket %s: %s", want.Bucket, strings.Join(diffs, ", "))
+	return kv, nil
+}
+
+// ensureObjectStore is ensureKeyValue for an object store.
+func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstream.ObjectStoreConfig, logf func(string, ...any)) (jetstream.ObjectStore, error) {
+	obs, err := ask(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.ObjectStore(ctx, want.Bucket) })
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if obs, err = ask(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.CreateObjectStore(ctx, want) }); err != nil {
+			return nil, fmt.Errorf("%w: create object store %s: %v", ErrTopology, want.Bucket, err)
+		}
+		return obs, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", want.Bucket, err)
+	}
+	st, err := ask(ctx, func(ctx context.Context) (jetstream.ObjectStoreStatus, error) { return obs.Status(ctx) })
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", want.Bucket, err)
+	}
+	if st.Replicas() == want.Replicas {
+		return obs, nil
+	}
+	diff := fmt.Sprintf("replicas %d (want %d)", st.Replicas(), want.Replicas)
+	if obs, err = ask(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.UpdateObjectStore(ctx, want) }); err != nil {
+		return nil, fmt.Errorf("%w: object store %s has %s; updating it failed: %v", ErrTopology, want.Bucket, diff, err)
+	}
+	logf("updated object store %s: %s", want.Bucket, diff)
+	return obs, nil
+}
+
 // ensureConsumer creates want or updates it, logging changed settings.
 func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, logf func(string, ...any)) (jetstream.Consumer, error) {
 	name := s.CachedInfo().Config.Name + "/" + want.Durable
 	var diffs []string
-	if c, err := s.Consumer(ctx, want.Durable); err == nil {
+	if c, err := ask(ctx, func(ctx context.Context) (jetstream.Consumer, error) { return s.Consumer(ctx, want.Durable) }); err == nil {
 		have := c.CachedInfo().Config
 		if have.FilterSubject != want.FilterSubject {
 			diffs = append(diffs, fmt.Sprintf("filter %q (want %q)", have.FilterSubject, want.FilterSubject))
@@ -276,7 +366,7 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.Cons
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("consumer %s: %w", name, err)
 	}
-	c, err := s.CreateOrUpdateConsumer(ctx, want)
+	c, err := ask(ctx, func(ctx context.Context) (jetstream.Consumer, error) { return s.CreateOrUpdateConsumer(ctx, want) })
 	if err != nil {
 		if len(diffs) > 0 {
 			return nil, fmt.Errorf("%w: consumer %s has %s; updating it failed: %v", ErrTopology, name, strings.Join(diffs, ", "), err)
