@@ -232,16 +232,11 @@ func recvCtx[T any](t *testing.T, ctx context.Context, ch <-chan T) T {
 // before it runs; the model is never asked.
 func TestClientToolDeclarationsAtTheDoor(t *testing.T) {
 	h := startClientWorker(t, askModel, nil)
-	many := make([]jobs.ClientTool, 65)
-	for i := range many {
-		many[i] = jobs.ClientTool{Name: fmt.Sprint("tool_", i), InputSchema: askSchema}
-	}
 	tests := []struct {
 		name  string
 		tools []jobs.ClientTool
 		want  string
 	}{
-		{"too many", many, "65 client tools, at most 64"},
 		{"one too large", []jobs.ClientTool{{Name: "big", Description: strings.Repeat("d", 20<<10), InputSchema: askSchema}},
 			`client tool "big": 20` /* bytes */},
 		{"schema does not compile", []jobs.ClientTool{{Name: "bad", InputSchema: json.RawMessage(`{"type":"nope"}`)}},
@@ -275,6 +270,44 @@ func TestClientToolDeclarationsAtTheDoor(t *testing.T) {
 				t.Errorf("dead letter %v", raw.Header)
 			}
 		})
+	}
+	if n := len(h.model.Requests()); n != 0 {
+		t.Errorf("the model was asked %d times", n)
+	}
+}
+
+// TestTooManyClientTools: the job schema caps client_tools at 64, so submit
+// refuses such a job before publishing, and a worker dead-letters the same
+// payload published by any other NATS client, with the same words.
+func TestTooManyClientTools(t *testing.T) {
+	h := startClientWorker(t, askModel, nil)
+	ctx := testContext(t)
+	job := clientJob(t, "door-too-many", "ask_user")
+	job.ClientTools = make([]jobs.ClientTool, 65)
+	for i := range job.ClientTools {
+		job.ClientTools[i] = jobs.ClientTool{Name: fmt.Sprint("tool_", i), InputSchema: askSchema}
+	}
+	const want = "at '/client_tools': maxItems: got 65, want 64"
+	if _, err := h.client.Submit(ctx, job); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Submit = %v, want a refusal naming %q", err, want)
+	}
+	payload, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(h.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "agent.jobs.default", payload, jetstream.WithMsgID(job.ID)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := h.client.Wait(ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != jobs.StatusDead || !strings.Contains(st.Error, want) {
+		t.Fatalf("state %s error %q, want dead naming %q", st.Status, st.Error, want)
 	}
 	if n := len(h.model.Requests()); n != 0 {
 		t.Errorf("the model was asked %d times", n)
