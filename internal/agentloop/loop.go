@@ -37,6 +37,9 @@ type job struct {
 	records  []reflect.Record
 	usage    Usage
 	rounds   int // completed rounds
+	// callIDs are the tool call ids in messages and records: a new call
+	// must not reuse one, since results and records are matched by id.
+	callIDs map[string]bool
 }
 
 // Run runs one job to its end. It returns a Result also on error, with
@@ -77,7 +80,7 @@ func (l *Loop) emitOutcome(ctx context.Context, sink Sink, res *Result, err erro
 
 // newJob validates in, builds the registry and the tools array.
 func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
-	j := &job{l: l, in: in, sink: in.Sink, reg: newRegistry()}
+	j := &job{l: l, in: in, sink: in.Sink, reg: newRegistry(), callIDs: map[string]bool{}}
 	if j.sink == nil {
 		j.sink = nopSink{}
 	}
@@ -145,6 +148,9 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if r := in.Resume; r != nil {
 		j.messages = slices.Clone(r.Messages)
 		j.records = slices.Clone(r.Records)
+		for _, rec := range r.Records {
+			j.callIDs[rec.ID] = true
+		}
 		j.usage = r.Usage
 		j.rounds = r.Round
 	} else {
@@ -157,6 +163,9 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		}
 		j.messages = append(j.messages, history...)
 		j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: in.Task})
+	}
+	for _, m := range j.messages {
+		j.noteCallIDs(m)
 	}
 	return j, nil
 }
@@ -229,8 +238,12 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 			return j.fail(ctx, ctx.Err())
 		}
 		j.messages = append(j.messages, turn.msg)
+		j.noteCallIDs(turn.msg)
 		j.messages = append(j.messages, toolMsgs...)
 		j.records = append(j.records, recs...)
+		for _, r := range recs {
+			j.callIDs[r.ID] = true
+		}
 		j.rounds = round
 		j.checkpoint(ctx)
 	}
@@ -372,7 +385,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			tools, toolToks = j.tools, j.toolToks
 			continue
 		}
-		fixCallIDs(msg.ToolCalls, round)
+		fixCallIDs(msg.ToolCalls, round, j.callIDs)
 		calls := make([]*call, len(msg.ToolCalls))
 		var invalid []*call
 		for i, tc := range msg.ToolCalls {
@@ -405,18 +418,39 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 	}
 }
 
-// fixCallIDs gives every call a unique id (some servers send none or
-// repeat them), since tool results are matched by id.
-func fixCallIDs(calls []llm.ToolCall, round int) {
+// fixCallIDs gives every call an id used nowhere else in the job's
+// messages (used) nor in the reply: some servers send none, or the same
+// one in every reply, and a continuation's history holds ids of an earlier
+// job. Tool results and reflect records are matched by id; the id of the
+// record of a call_tool call (recordID) must be free too, since a
+// reflected history shows it as a call id.
+func fixCallIDs(calls []llm.ToolCall, round int, used map[string]bool) {
 	seen := map[string]bool{}
+	taken := func(id string) bool {
+		return id == "" || seen[id] || used[id] || seen[recordID(id)] || used[recordID(id)]
+	}
 	for i := range calls {
-		if calls[i].ID == "" || seen[calls[i].ID] {
-			calls[i].ID = fmt.Sprintf("call_%d_%d", round, i)
+		if taken(calls[i].ID) {
+			id := fmt.Sprintf("call_%d_%d", round, i)
+			for n := 2; taken(id); n++ {
+				id = fmt.Sprintf("call_%d_%d_%d", round, i, n)
+			}
+			calls[i].ID = id
 		}
 		if calls[i].Type == "" {
 			calls[i].Type = "function"
 		}
 		seen[calls[i].ID] = true
+	}
+}
+
+// noteCallIDs adds the call ids of m (an accepted message) to j.callIDs.
+func (j *job) noteCallIDs(m llm.Message) {
+	for _, c := range m.ToolCalls {
+		j.callIDs[c.ID] = true
+	}
+	if m.ToolCallID != "" {
+		j.callIDs[m.ToolCallID] = true
 	}
 }
 
