@@ -1,0 +1,87 @@
+package agentloop_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+)
+
+// A job cancelled, or timed out, while its tools run (a long MCP call)
+// ends at once: the running calls see the context end, the round does not
+// enter history, and no further request is sent.
+func TestCancelDuringToolCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		timeout  bool
+		wantStop string
+		wantErr  error
+	}{
+		{"cancel", false, agentloop.StopCancelled, context.Canceled},
+		{"timeout", true, agentloop.StopTimeout, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// meet waits for a second meet call that never comes.
+			ts := testServer{meetWant: 2, meetAll: make(chan struct{})}
+			tools := newToolSet(t, &ts, false)
+			s := llmtest.NewServer(t,
+				toolReply(call("echo", `{"text":"a"}`)),
+				toolReply(call("meet", `{"id":"x"}`), call("echo", `{"text":"b"}`)),
+				textReply("never asked"),
+			)
+			l := newLoop(t, s, agentloop.Config{})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var runCtx context.Context = ctx
+			end := cancel
+			if tc.timeout {
+				d := newExpiringContext(ctx)
+				runCtx, end = d, d.expire
+			}
+			started := make(chan struct{}, 4)
+			sink := agentloop.SinkFunc(func(_ context.Context, e agentloop.Event) {
+				if e.Type == agentloop.EventToolCall && e.Data["name"] == "meet" {
+					started <- struct{}{}
+				}
+			})
+			store := &checkpoints{}
+			done := make(chan struct{})
+			var (
+				res *agentloop.Result
+				err error
+			)
+			go func() {
+				defer close(done)
+				res, err = l.Run(runCtx, agentloop.Input{Task: "go", Tools: tools, Sink: sink, Checkpoints: store, Mode: agentloop.ModeFull})
+			}()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("meet never called")
+			}
+			end()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after the context ended during a tool call")
+			}
+			if !errors.Is(err, tc.wantErr) || res.StopReason != tc.wantStop {
+				t.Fatalf("err = %v, stop = %s", err, res.StopReason)
+			}
+			if res.Rounds != 1 || len(res.Messages) != 3 {
+				t.Errorf("rounds %d, messages %s", res.Rounds, mustJSON(t, res.Messages))
+			}
+			if n := len(s.Requests()); n != 2 {
+				t.Errorf("%d requests, want 2", n)
+			}
+			if len(store.states) != 1 {
+				t.Errorf("%d checkpoints, want 1 (the interrupted round is not saved)", len(store.states))
+			}
+		})
+	}
+}
