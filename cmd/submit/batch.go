@@ -24,7 +24,7 @@ type batchLine struct {
 }
 
 // readBatch parses a batch: per line a job object or a JSON string task.
-func readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, error) {
+func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, error) {
 	var lines []batchLine
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -40,10 +40,12 @@ func readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, error) {
 		case '"':
 			err = json.Unmarshal(b, &j.Task)
 		case '{':
-			j = jobs.Job{}
-			err = json.Unmarshal(b, &j)
+			var lj *jobs.Job
+			if lj, err = c.decodeJob(b, false); err == nil {
+				j = *lj
+			}
 		default:
-			err = fmt.Errorf("want a JSON object or string")
+			err = fmt.Errorf("want a JSON object (a job) or a JSON string (a task)")
 		}
 		if err == nil {
 			err = f.apply(&j, false)
@@ -66,7 +68,7 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 		defer file.Close()
 		in = file
 	}
-	lines, err := readBatch(in, f, base)
+	lines, err := c.readBatch(in, f, base)
 	if err != nil {
 		return 0, fmt.Errorf("--file %s: %w", f.file, err)
 	}

@@ -46,6 +46,7 @@ type cli struct {
 	natsCfg        jobs.NATSConfig
 	nc             *nats.Conn
 	client         *jobs.Client
+	validator      *jobs.Validator // of job files and batch lines, made on first use
 }
 
 // run is main without the process.

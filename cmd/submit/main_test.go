@@ -73,29 +73,31 @@ func submitCmd(t *testing.T, stdin string, args ...string) result {
 	return result{code, out.String(), errb.String()}
 }
 
-// TestSubmitCLI drives the command against a real worker on an embedded
-// NATS server (NATS_URL points at it, as a user's would).
-func TestSubmitCLI(t *testing.T) {
+// startWorker runs a worker (echoRunner, 4 slots, jobs up to 4096 bytes)
+// on an embedded NATS server until the test ends, and points the
+// command's environment at it, as a user's NATS_URL would.
+func startWorker(t *testing.T) (*nats.Conn, *echoRunner) {
+	t.Helper()
 	s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	r := &echoRunner{runs: map[string]int{}}
 	w, err := jobs.NewWorker(jobs.Config{Conn: nc, Runner: r, WorkerID: "cli-test", Concurrency: 4, MaxJobBytes: 4096,
-		FetchWait: 200 * time.Millisecond})
+		FetchWait: 200 * time.Millisecond, ShutdownGrace: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	defer func() { stop(); <-done }()
+	t.Cleanup(func() { stop(); <-done })
 	select {
 	case <-w.Ready():
 	case err := <-done:
@@ -103,6 +105,13 @@ func TestSubmitCLI(t *testing.T) {
 	}
 	t.Setenv("NATS_URL", s.ClientURL())
 	t.Setenv("JETAGENT_MAX_JOB_BYTES", "4096")
+	return nc, r
+}
+
+// TestSubmitCLI drives the command against a real worker on an embedded
+// NATS server (NATS_URL points at it, as a user's would).
+func TestSubmitCLI(t *testing.T) {
+	nc, r := startWorker(t)
 
 	t.Run("follow prints events and the answer", func(t *testing.T) {
 		res := submitCmd(t, "", "echo:hello world")

@@ -117,14 +117,10 @@ func (c *cli) submit(args []string) (int, error) {
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	base := &jobs.Job{}
+	var jobData []byte
 	if f.jobFile != "" {
-		b, err := os.ReadFile(f.jobFile)
-		if err != nil {
+		if jobData, err = os.ReadFile(f.jobFile); err != nil {
 			return 0, err
-		}
-		if err := json.Unmarshal(b, base); err != nil {
-			return 0, fmt.Errorf("--job %s: %w", f.jobFile, err)
 		}
 	}
 	if f.file != "" {
@@ -134,19 +130,33 @@ func (c *cli) submit(args []string) (int, error) {
 		if f.localMCP != "" || f.set["id"] {
 			return 0, usagef("--local-mcp and --id do not apply to a batch")
 		}
+		base := &jobs.Job{}
+		if jobData != nil {
+			if base, err = c.decodeJob(jobData, true); err != nil {
+				return 0, fmt.Errorf("--job %s: %w", f.jobFile, err)
+			}
+		}
 		return c.batch(&f, base)
 	}
-	if err := f.apply(base, true); err != nil {
-		return 0, err
-	}
-	if task := strings.TrimSpace(strings.Join(pos, " ")); task != "" {
-		base.Task = task
-	} else if base.Task == "" && !isTerminal(c.stdin) {
+	task := strings.TrimSpace(strings.Join(pos, " "))
+	if task == "" && !hasTask(jobData) && !isTerminal(c.stdin) {
 		b, err := io.ReadAll(c.stdin)
 		if err != nil {
 			return 0, err
 		}
-		base.Task = strings.TrimSpace(string(b))
+		task = strings.TrimSpace(string(b))
+	}
+	base := &jobs.Job{}
+	if jobData != nil {
+		if base, err = c.decodeJob(jobData, task != ""); err != nil {
+			return 0, fmt.Errorf("--job %s: %w", f.jobFile, err)
+		}
+	}
+	if err := f.apply(base, true); err != nil {
+		return 0, err
+	}
+	if task != "" {
+		base.Task = task
 	}
 	if base.Task == "" {
 		return 0, usagef("no task: give it as an argument, on stdin, or in --job")
@@ -186,6 +196,50 @@ func (c *cli) submit(args []string) (int, error) {
 		fmt.Fprintf(c.stderr, "job %s was submitted before; following it\n", rc.ID)
 	}
 	return c.follow(cl, rc.ID, f.json)
+}
+
+// decodeJob checks a job as written (a --job file, a batch line) against
+// the job schema and decodes it. Go's decoding alone would drop a
+// misspelt field and reword a type error; the worker would dead-letter
+// such a job, so it is refused here with the worker's own reason.
+// taskElsewhere: the task comes from the command line or stdin, so the
+// object need not have one.
+func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
+	if c.validator == nil {
+		v, err := jobs.NewValidator(c.settings.MaxJobBytes)
+		if err != nil {
+			return nil, err
+		}
+		c.validator = v
+	}
+	probe := data
+	if taskElsewhere && !hasTask(data) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) == nil && m != nil {
+			m["task"] = json.RawMessage(`"task given elsewhere"`)
+			if b, err := json.Marshal(m); err == nil {
+				probe = b
+			}
+		}
+	}
+	if _, err := c.validator.DecodeJob(probe); err != nil {
+		return nil, err
+	}
+	var j jobs.Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, err // the schema passed, so this is not expected
+	}
+	return &j, nil
+}
+
+// hasTask reports whether data is a JSON object with a "task" member.
+func hasTask(data []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	_, ok := m["task"]
+	return ok
 }
 
 // follow prints a job's events as they happen and its outcome at the end.

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+)
+
+// TestJobFileCheckedLikeTheWorker: a --job file or a batch line is held to
+// the job schema as written, so a misspelt or mistyped field is refused
+// with the very reason a worker would dead-letter it with, instead of
+// being dropped or reworded by Go's JSON decoding.
+func TestJobFileCheckedLikeTheWorker(t *testing.T) {
+	startWorker(t)
+	v, err := jobs.NewValidator(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file string
+		batchErr   string // a batch line's own words, when not the worker's
+	}{
+		{name: "misspelt field", file: `{"task":"echo:x","tool_mdoe":"full"}`},
+		{name: "wrong type", file: `{"task":"echo:x","max_rounds":"5"}`},
+		{name: "wrong case", file: `{"Task":"echo:x"}`},
+		{name: "not JSON", file: `{"task": "echo:x",}`},
+		{name: "not an object", file: `["echo:x"]`, batchErr: "want a JSON object (a job) or a JSON string (a task)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, workerErr := v.DecodeJob([]byte(tc.file))
+			if workerErr == nil {
+				t.Fatalf("the worker accepts %s", tc.file)
+			}
+			job := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			if err := os.WriteFile(job, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			id := "jobfile-" + strings.ReplaceAll(tc.name, " ", "-")
+			res := submitCmd(t, "", "--job", job, "--id", id)
+			if res.code != 1 || !strings.Contains(res.stderr, workerErr.Error()) {
+				t.Errorf("want exit 1 and %q\ngot %+v", workerErr, res)
+			}
+			if st := submitCmd(t, "", "status", id); !strings.Contains(st.stderr, "job not found") {
+				t.Errorf("the refused job was published: %+v", st)
+			}
+
+			batch := filepath.Join(dir, "batch.jsonl")
+			if err := os.WriteFile(batch, []byte(`"echo:fine"`+"\n"+tc.file+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res = submitCmd(t, "", "--file", batch)
+			want := workerErr.Error()
+			if tc.batchErr != "" {
+				want = tc.batchErr
+			}
+			if res.code != 1 || !strings.Contains(res.stderr, "line 2: "+want) ||
+				!strings.Contains(res.stderr, "2 jobs: 1 succeeded, 1 did not") {
+				t.Errorf("batch: want line 2 refused with %q\ngot %+v", want, res)
+			}
+		})
+	}
+
+	t.Run("task from the command line completes a job file", func(t *testing.T) {
+		job := filepath.Join(dir, "no-task.json")
+		if err := os.WriteFile(job, []byte(`{"max_rounds":3,"metadata":{"k":"v"}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if res := submitCmd(t, "", "--job", job, "echo:ok"); res.code != 0 || res.stdout != "ok\n" {
+			t.Errorf("%+v", res)
+		}
+	})
+}
