@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jetagent/jetagent/internal/llm"
@@ -15,6 +16,8 @@ import (
 // tool calls into the content. These are the shapes recognised:
 //
 //	<tool_call>{"name": ..., "arguments": {...}}</tool_call>   Hermes, Qwen
+//	<tool_call><function=NAME><parameter=P>v</parameter></function></tool_call>
+//	                                                          Qwen3-Coder
 //	<function=NAME>{...}</function>                           Llama 3.x
 //	[TOOL_CALLS][{"name": ..., "arguments": {...}}]            Mistral
 //	<|python_tag|>{"name": ..., "parameters": {...}}           Llama 3.1
@@ -22,14 +25,15 @@ import (
 //	{"name": ..., "arguments": {...}}                          the whole content
 //
 // Tagged shapes are taken whatever the name (an unknown name then gets the
-// usual closest-names error); untagged JSON only when it names a known tool,
-// so an ordinary JSON answer is not mistaken for a call.
+// usual closest-names error), and a tagged call without arguments has none
+// ({}); untagged JSON only when it names a known tool and has arguments, so
+// an ordinary JSON answer is not mistaken for a call.
 var (
-	reToolCallTag = regexp.MustCompile(`(?s)<tool_call>\s*(.*?)\s*(?:</tool_call>|$)`)
-	reFunctionTag = regexp.MustCompile(`(?s)<function=([a-zA-Z0-9_.-]+)>\s*(.*?)\s*(?:</function>|$)`)
-	reFence       = regexp.MustCompile("(?s)```[a-zA-Z_]*\\s*\\n?(.*?)```")
-	reNameField   = regexp.MustCompile(`"name"\s*:\s*"([^"]+)"`)
-	reArgsField   = regexp.MustCompile(`(?s)"(?:arguments|parameters)"\s*:\s*(.*)$`)
+	reFunctionTag  = regexp.MustCompile(`(?s)<function=([a-zA-Z0-9_.-]+)>\s*(.*?)\s*(?:</function>|$)`)
+	reFence        = regexp.MustCompile("(?s)```[a-zA-Z_]*\\s*\\n?(.*?)```")
+	reNameField    = regexp.MustCompile(`"name"\s*:\s*"([^"]+)"`)
+	reArgsField    = regexp.MustCompile(`(?s)"(?:arguments|parameters)"\s*:\s*(.*)$`)
+	reSpecialTails = regexp.MustCompile(`(?:\s*<\|[a-z_]+\|>)+\s*$`) // <|eom_id|>, <|eot_id|>
 )
 
 // contentCall is the JSON shape of a call written as text.
@@ -41,53 +45,60 @@ type contentCall struct {
 }
 
 // extractContentCalls returns the tool calls written into content and the
-// content with them removed. known reports whether a name is a tool.
-func extractContentCalls(content string, round int, known func(string) bool) ([]llm.ToolCall, string) {
+// content with them removed. lookup returns a tool's input schema, and
+// whether the tool exists.
+func extractContentCalls(content string, round int, lookup func(string) (json.RawMessage, bool)) ([]llm.ToolCall, string) {
 	var calls []llm.ToolCall
-	add := func(cc contentCall) {
+	addText := func(name, args string) {
 		calls = append(calls, llm.ToolCall{
 			ID:       fmt.Sprintf("call_content_%d_%d", round, len(calls)),
 			Type:     "function",
-			Function: llm.FunctionCall{Name: cc.Name, Arguments: argumentsText(cc)},
+			Function: llm.FunctionCall{Name: name, Arguments: args},
 		})
 	}
+	add := func(cc contentCall) { addText(cc.Name, argumentsText(cc)) }
+	// functionTags takes the <function=NAME>...</function> calls out of text.
+	functionTags := func(text string) string {
+		return reFunctionTag.ReplaceAllStringFunc(text, func(m string) string {
+			sub := reFunctionTag.FindStringSubmatch(m)
+			name, body := sub[1], sub[2]
+			if body == "" || strings.HasPrefix(body, "<parameter=") {
+				schema, _ := lookup(name)
+				addText(name, xmlParameters(body, schema))
+			} else {
+				addText(name, body) // Llama: JSON arguments (checked later)
+			}
+			return ""
+		})
+	}
+	known := func(name string) bool { _, ok := lookup(name); return ok }
 	rest := content
 
 	// Tagged forms.
 	if strings.Contains(rest, "<tool_call>") {
-		rest = reToolCallTag.ReplaceAllStringFunc(rest, func(m string) string {
-			body := reToolCallTag.FindStringSubmatch(m)[1]
-			ccs, ok := parseCallJSON(body)
-			if !ok {
-				// A tagged call whose JSON is broken still is a call: pass
-				// the text on so the model is told its arguments are invalid.
-				name := reNameField.FindStringSubmatch(body)
-				if name == nil {
-					return m
+		rest = toolCallTags(rest, func(body string) bool {
+			if strings.HasPrefix(body, "<function=") {
+				functionTags(body) // Qwen3-Coder
+				return true
+			}
+			if ccs, ok := parseCallSeq(body, false); ok {
+				for _, cc := range ccs {
+					add(cc)
 				}
-				calls = append(calls, llm.ToolCall{
-					ID:       fmt.Sprintf("call_content_%d_%d", round, len(calls)),
-					Type:     "function",
-					Function: llm.FunctionCall{Name: name[1], Arguments: brokenArguments(body)},
-				})
-				return ""
+				return true
 			}
-			for _, cc := range ccs {
-				add(cc)
+			// A tagged call whose JSON is broken still is a call: pass
+			// the text on so the model is told its arguments are invalid.
+			name := reNameField.FindStringSubmatch(body)
+			if name == nil {
+				return false
 			}
-			return ""
+			addText(name[1], brokenArguments(body))
+			return true
 		})
 	}
 	if strings.Contains(rest, "<function=") {
-		rest = reFunctionTag.ReplaceAllStringFunc(rest, func(m string) string {
-			sub := reFunctionTag.FindStringSubmatch(m)
-			args := strings.TrimSpace(sub[2])
-			if args == "" {
-				args = "{}"
-			}
-			add(contentCall{Name: sub[1], Arguments: json.RawMessage(args)})
-			return ""
-		})
+		rest = functionTags(rest)
 	}
 	if i := strings.Index(rest, "[TOOL_CALLS]"); i >= 0 {
 		if ccs, ok := parseCallJSON(rest[i+len("[TOOL_CALLS]"):]); ok {
@@ -98,7 +109,8 @@ func extractContentCalls(content string, round int, known func(string) bool) ([]
 		}
 	}
 	if i := strings.Index(rest, "<|python_tag|>"); i >= 0 {
-		if ccs, ok := parseCallJSON(rest[i+len("<|python_tag|>"):]); ok {
+		body := reSpecialTails.ReplaceAllString(rest[i+len("<|python_tag|>"):], "")
+		if ccs, ok := parseCallJSON(body); ok {
 			for _, cc := range ccs {
 				add(cc)
 			}
@@ -140,8 +152,82 @@ func extractContentCalls(content string, round int, known func(string) bool) ([]
 	return nil, content
 }
 
+// toolCallTags offers the body of each <tool_call> tag (up to its
+// </tool_call>, the next <tool_call> or the end) to take, trimmed, and
+// returns text without the tags taken. A tag not taken (prose mentioning
+// it, say in a model's thinking) stays as it was.
+func toolCallTags(text string, take func(body string) bool) string {
+	const open, closing = "<tool_call>", "</tool_call>"
+	segs := strings.Split(text, open)
+	var b strings.Builder
+	b.WriteString(segs[0])
+	for _, seg := range segs[1:] {
+		body, after, closed := strings.Cut(seg, closing)
+		if take(strings.TrimSpace(body)) {
+			b.WriteString(after)
+			continue
+		}
+		b.WriteString(open)
+		b.WriteString(body)
+		if closed {
+			b.WriteString(closing)
+		}
+		b.WriteString(after)
+	}
+	return b.String()
+}
+
+// xmlParameters turns Qwen3-Coder's <parameter=P>value</parameter> list
+// into a JSON object, in the order written. As its template writes them,
+// a value loses one leading and one trailing newline; it is a string when
+// the schema types the property as one (or the value is not JSON), else
+// the JSON value it spells.
+func xmlParameters(body string, schema json.RawMessage) string {
+	var s struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	isString := func(p string) bool {
+		t := s.Properties[p].Type
+		var one string
+		var many []string
+		return (json.Unmarshal(t, &one) == nil && one == "string") ||
+			(json.Unmarshal(t, &many) == nil && slices.Contains(many, "string"))
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	n := 0
+	for _, seg := range strings.Split(body, "<parameter=")[1:] {
+		name, val, ok := strings.Cut(seg, ">")
+		if !ok {
+			continue
+		}
+		val, _, _ = strings.Cut(val, "</parameter>")
+		val = strings.TrimPrefix(val, "\n")
+		val = strings.TrimSuffix(val, "\n")
+		k, _ := json.Marshal(strings.TrimSpace(name))
+		var v []byte
+		if !isString(strings.TrimSpace(name)) && json.Valid([]byte(val)) {
+			v = compactJSON(json.RawMessage(strings.TrimSpace(val)))
+		} else {
+			v, _ = json.Marshal(val)
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+		n++
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
 // parseCallJSON decodes one call object or an array of them, and nothing
-// else (trailing text makes it fail).
+// else (trailing text makes it fail). Every call must carry arguments.
 func parseCallJSON(s string) ([]contentCall, bool) {
 	s = strings.TrimSpace(s)
 	if s == "" || (s[0] != '{' && s[0] != '[') {
@@ -155,6 +241,35 @@ func parseCallJSON(s string) ([]contentCall, bool) {
 	if dec.More() || strings.TrimSpace(s[dec.InputOffset():]) != "" {
 		return nil, false
 	}
+	return decodeCalls(raw, true)
+}
+
+// parseCallSeq decodes the body of a tag: one or more call objects or
+// arrays of them, one after the other. Calls without arguments are taken
+// with none unless requireArgs.
+func parseCallSeq(s string, requireArgs bool) ([]contentCall, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || (s[0] != '{' && s[0] != '[') {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	var all []contentCall
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, false
+		}
+		ccs, ok := decodeCalls(raw, requireArgs)
+		if !ok {
+			return nil, false
+		}
+		all = append(all, ccs...)
+	}
+	return all, len(all) > 0
+}
+
+// decodeCalls decodes raw, a call object or an array of them.
+func decodeCalls(raw json.RawMessage, requireArgs bool) ([]contentCall, bool) {
 	var ccs []contentCall
 	if raw[0] == '[' {
 		if err := json.Unmarshal(raw, &ccs); err != nil {
@@ -172,8 +287,14 @@ func parseCallJSON(s string) ([]contentCall, bool) {
 			ccs[i] = *cc.Function
 			cc = ccs[i]
 		}
-		if cc.Name == "" || (cc.Arguments == nil && cc.Parameters == nil) {
+		if cc.Name == "" {
 			return nil, false
+		}
+		if cc.Arguments == nil && cc.Parameters == nil {
+			if requireArgs {
+				return nil, false
+			}
+			ccs[i].Arguments = json.RawMessage(`{}`)
 		}
 	}
 	return ccs, len(ccs) > 0

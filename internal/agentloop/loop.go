@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -369,9 +370,12 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		}
 		msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content, ToolCalls: resp.Message.ToolCalls}
 		if len(msg.ToolCalls) == 0 && len(j.tools) > 0 {
-			msg.ToolCalls, msg.Content = extractContentCalls(msg.Content, round, func(name string) bool {
-				_, ok := j.reg.lookup(name)
-				return ok
+			msg.ToolCalls, msg.Content = extractContentCalls(msg.Content, round, func(name string) (json.RawMessage, bool) {
+				e, ok := j.reg.lookup(name)
+				if !ok {
+					return nil, false
+				}
+				return parameters(e.tool), true
 			})
 		}
 		if len(msg.ToolCalls) == 0 {

@@ -30,6 +30,8 @@ func TestContentEmbeddedToolCalls(t *testing.T) {
 		{"mistral", `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lima"}}]`, ""},
 		{"llama function tag", `<function=get_weather>{"city": "Lima"}</function>`, ""},
 		{"openai shape", `{"type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}}`, ""},
+		{"qwen3 coder xml", "<tool_call>\n<function=get_weather>\n<parameter=city>\nLima\n</parameter>\n</function>\n</tool_call>", ""},
+		{"llama python tag with eom", `<|python_tag|>{"name": "get_weather", "parameters": {"city": "Lima"}}<|eom_id|>`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
