@@ -53,7 +53,8 @@ var (
 	ErrModeNotImplemented = errors.New("agentloop: tool mode not implemented")
 	// ErrEmptyResponse: the model answered nothing, even after a nudge.
 	ErrEmptyResponse = errors.New("agentloop: model returned an empty response")
-	// ErrRefused: the provider stopped the answer (finish_reason content_filter).
+	// ErrRefused: the provider stopped the answer (finish_reason
+	// content_filter) or the model refused (the message's refusal field).
 	ErrRefused = errors.New("agentloop: model refused (content filter)")
 )
 

@@ -341,6 +341,10 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 	if resp.FinishReason == "content_filter" {
 		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Message.Content)
 	}
+	if resp.Refusal != "" && len(resp.Message.ToolCalls) == 0 && strings.TrimSpace(resp.Message.Content) == "" {
+		// OpenAI's refusal field: no content, finish_reason "stop".
+		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Refusal)
+	}
 	return resp, nil
 }
 

@@ -483,6 +483,25 @@ func TestEmptyAndRefusedResponses(t *testing.T) {
 	})
 }
 
+// OpenAI states a refusal in message.refusal, with no content and
+// finish_reason "stop": a refusal, not an empty reply to nudge.
+func TestRefusalField(t *testing.T) {
+	t.Parallel()
+	body := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":null,"refusal":"I can't help with that request."}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`
+	s := llmtest.NewServer(t, llmtest.Reply{Body: body}, llmtest.Reply{Body: body})
+	l := newLoop(t, s, agentloop.Config{})
+	res, err := l.Run(t.Context(), agentloop.Input{Task: "go"})
+	if !errors.Is(err, agentloop.ErrRefused) || !strings.Contains(err.Error(), "I can't help with that request.") || res.StopReason != agentloop.StopError {
+		t.Fatalf("err = %v, stop %s", err, res.StopReason)
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1 (a refusal is not nudged)", n)
+	}
+	if res.Usage.PromptTokens != 3 {
+		t.Errorf("usage = %+v", res.Usage)
+	}
+}
+
 func TestEventsOfARound(t *testing.T) {
 	t.Parallel()
 	var ts testServer
