@@ -42,7 +42,8 @@
 // A round is one accepted reply and the execution of its calls, which run
 // concurrently (Config.MaxParallelCalls) with results appended in call
 // order. When max_rounds rounds are used up, a last request without tools
-// asks for the final answer. Tool calls that a model writes into its
+// asks for the final answer (tool calls in that reply are dropped; a reply
+// with nothing else is asked again once). Tool calls that a model writes into its
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
 // [TOOL_CALLS], fenced or bare JSON) are recognised; an empty reply is
 // nudged once; a provider refusal ends the job with [ErrRefused]. Tool

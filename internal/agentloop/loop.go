@@ -15,11 +15,13 @@ import (
 )
 
 // Notes the loop adds to requests. finalNote enters history (the model
-// answers it); the other two are ephemeral.
+// answers it); the others are ephemeral.
 const (
 	finalNote = "You have used all the tool rounds available for this task. Tools are no longer available: " +
 		"give your final answer now, based on what you have found so far."
-	emptyNote = "Your previous reply was empty. Continue the task: call a tool, or give your final answer."
+	emptyNote      = "Your previous reply was empty. Continue the task: call a tool, or give your final answer."
+	finalEmptyNote = "Your previous reply held no answer. Tools are no longer available: answer in plain text now, " +
+		"based on what you have found so far."
 )
 
 // job is one Run: the loop's per-job state.
@@ -252,13 +254,43 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	// Rounds ran out: one last request without tools for the final answer.
 	round := j.rounds + 1
 	j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: finalNote})
-	resp, err := j.complete(ctx, round, 0, j.messages, nil, 0)
+	answer, err := j.finalAnswer(ctx, round)
 	if err != nil {
 		return j.fail(ctx, err)
 	}
-	msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content}
-	j.messages = append(j.messages, msg)
-	return j.result(msg.Content, StopMaxRounds), nil
+	j.messages = append(j.messages, llm.Message{Role: llm.RoleAssistant, Content: answer})
+	return j.result(answer, StopMaxRounds), nil
+}
+
+// finalAnswer asks for the answer without tools. Tool calls are no answer
+// now: sent as tool_calls, or written into the content (which servers do
+// not parse in a request without tools), they are dropped; a reply with
+// nothing else is asked again once, ephemerally.
+func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
+	msgs := j.messages
+	for attempt := 0; ; attempt++ {
+		resp, err := j.complete(ctx, round, attempt, msgs, nil, 0)
+		if err != nil {
+			return "", err
+		}
+		_, text := extractContentCalls(resp.Message.Content, round, j.toolSchema)
+		if strings.TrimSpace(text) != "" {
+			return text, nil
+		}
+		if attempt > 0 {
+			return "", ErrEmptyResponse
+		}
+		msgs = append(slices.Clone(j.messages), llm.Message{Role: llm.RoleUser, Content: finalEmptyNote})
+	}
+}
+
+// toolSchema returns the schema of a tool the model may call directly.
+func (j *job) toolSchema(name string) (json.RawMessage, bool) {
+	e, ok := j.reg.lookup(name)
+	if !ok {
+		return nil, false
+	}
+	return parameters(e.tool), true
 }
 
 func (j *job) result(answer, stop string) *Result {
@@ -374,13 +406,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		}
 		msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content, ToolCalls: resp.Message.ToolCalls}
 		if len(msg.ToolCalls) == 0 && len(j.tools) > 0 {
-			msg.ToolCalls, msg.Content = extractContentCalls(msg.Content, round, func(name string) (json.RawMessage, bool) {
-				e, ok := j.reg.lookup(name)
-				if !ok {
-					return nil, false
-				}
-				return parameters(e.tool), true
-			})
+			msg.ToolCalls, msg.Content = extractContentCalls(msg.Content, round, j.toolSchema)
 		}
 		if len(msg.ToolCalls) == 0 {
 			if strings.TrimSpace(msg.Content) != "" {

@@ -166,6 +166,61 @@ func TestMaxRoundsEndsWithToolLessRequest(t *testing.T) {
 	}
 }
 
+// With no tools in the final request, Hermes/Qwen models often write one
+// more <tool_call> into the content (and servers then do not parse it).
+// That is no answer: the model is asked once more, and markup never
+// becomes the job's answer.
+func TestFinalAnswerIsNotAToolCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		finals     []llmtest.Reply
+		wantAnswer string
+		wantErr    error
+	}{
+		{"tool call then answer", []llmtest.Reply{
+			textReply(`<tool_call>{"name": "echo", "arguments": {"text": "again"}}</tool_call>`),
+			textReply("Partial answer."),
+		}, "Partial answer.", nil},
+		{"text beside the call is the answer", []llmtest.Reply{
+			textReply("Partial answer.\n<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"x\"}}</tool_call>"),
+		}, "Partial answer.", nil},
+		{"empty twice", []llmtest.Reply{textReply(""), textReply(`<tool_call>{"name": "echo", "arguments": {}}</tool_call>`)}, "", agentloop.ErrEmptyResponse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var ts testServer
+			tools := newToolSet(t, &ts, false)
+			s := llmtest.NewServer(t, append([]llmtest.Reply{toolReply(call("echo", `{"text":"a"}`))}, tc.finals...)...)
+			l := newLoop(t, s, agentloop.Config{})
+			res, err := l.Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, MaxRounds: 1})
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if res.Answer != tc.wantAnswer {
+				t.Errorf("answer = %q, want %q", res.Answer, tc.wantAnswer)
+			}
+			reqs := s.Requests()
+			if len(reqs) != 1+len(tc.finals) {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			for _, r := range reqs[1:] {
+				if r.ToolsJSON != nil {
+					t.Errorf("request %d carries tools", r.N)
+				}
+				if strings.Contains(string(r.Raw), `\"again\"`) {
+					t.Errorf("request %d holds the rejected final reply", r.N)
+				}
+			}
+			if tc.wantErr == nil {
+				if res.StopReason != agentloop.StopMaxRounds || res.Messages[len(res.Messages)-1].Content != tc.wantAnswer {
+					t.Errorf("stop %s, messages %s", res.StopReason, mustJSON(t, res.Messages))
+				}
+			}
+		})
+	}
+}
+
 func TestCancellationAndTimeout(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -499,6 +554,25 @@ func TestRefusalField(t *testing.T) {
 	}
 	if res.Usage.PromptTokens != 3 {
 		t.Errorf("usage = %+v", res.Usage)
+	}
+}
+
+// Some OpenAI-compatible servers send function.arguments as a JSON object
+// instead of a string holding one: the arguments must still arrive, never
+// as a silent {}.
+func TestArgumentsAsObject(t *testing.T) {
+	t.Parallel()
+	var ts testServer
+	tools := newToolSet(t, &ts, false)
+	body := `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":{"city":"Lima"}}}]}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`
+	s := llmtest.NewServer(t, llmtest.Reply{Body: body}, textReply("sunny"))
+	l := newLoop(t, s, agentloop.Config{})
+	if _, err := l.Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeDeferred}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := toolMessages(s.Requests()[1].Messages)
+	if len(msgs) != 1 || msgs[0].Content != "weather in Lima: 21c, sunny" {
+		t.Fatalf("tool messages = %s", mustJSON(t, msgs))
 	}
 }
 
