@@ -3,14 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/jetagent/jetagent/internal/jobs"
@@ -24,6 +28,7 @@ type batchLine struct {
 }
 
 // readBatch parses a batch: per line a job object or a JSON string task.
+// base (from --job) gives every line its defaults; a line's own fields win.
 func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, error) {
 	var lines []batchLine
 	sc := bufio.NewScanner(r)
@@ -34,15 +39,14 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 			continue
 		}
 		j := *base
-		j.Metadata = maps.Clone(base.Metadata) // apply adds --meta to it
+		j.Metadata = maps.Clone(base.Metadata) // the line and --meta add to it
 		var err error
 		switch b[0] {
 		case '"':
 			err = json.Unmarshal(b, &j.Task)
 		case '{':
-			var lj *jobs.Job
-			if lj, err = c.decodeJob(b, false); err == nil {
-				j = *lj
+			if _, err = c.decodeJob(b, false); err == nil {
+				err = json.Unmarshal(b, &j) // over the defaults: the line's fields win
 			}
 		default:
 			err = fmt.Errorf("want a JSON object (a job) or a JSON string (a task)")
@@ -55,9 +59,19 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 	return lines, sc.Err()
 }
 
+// batchResult is one line of --out: the job's result and the batch line
+// it came from (results are written as jobs end, not in line order).
+type batchResult struct {
+	Line int `json:"line"`
+	*jobs.Result
+}
+
 func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 	if f.parallel < 1 {
 		return 0, usagef("--parallel must be at least 1")
+	}
+	if base.ID != "" {
+		return 0, usagef("--job %s sets an id: in a batch every job needs its own (give ids on the lines)", f.jobFile)
 	}
 	var in io.Reader = c.stdin
 	if f.file != "-" {
@@ -89,8 +103,9 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 		out = c.stdout
 	}
 
-	p := newProgress(c.stderr, len(lines), isTerminal(c.stderr) && !f.json)
-	results := make(chan *jobs.Result)
+	p := newProgress(c.stderr, len(lines), isTerminal(c.stderr) && !f.json, f.detach)
+	defer p.stop()
+	results := make(chan batchResult)
 	sem := make(chan struct{}, f.parallel) // bounds jobs in flight
 	var wg sync.WaitGroup
 	go func() {
@@ -98,68 +113,117 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				results <- c.runOne(cl, l)
+				results <- batchResult{Line: l.n, Result: c.runOne(cl, l, f.detach)}
 			})
 		}
 		wg.Wait()
 		close(results)
 	}()
 	failed := 0
+	var writeErr error
 	for res := range results {
-		if res.Status != jobs.StatusSucceeded {
+		if !p.ok(res.Result) {
 			failed++
 		}
-		if out != nil {
-			if err := writeJSON(out, res); err != nil {
-				return exitFailed, err
-			}
+		if out != nil && writeErr == nil {
+			writeErr = writeJSON(out, res)
 		}
 		p.done(res)
 	}
 	p.finish()
+	if writeErr != nil {
+		return exitFailed, fmt.Errorf("--out %s: %w", f.outFile, writeErr)
+	}
 	if failed > 0 {
 		return exitFailed, nil
 	}
 	return exitOK, nil
 }
 
-// runOne submits one batch job and waits for its end.
-func (c *cli) runOne(cl *jobs.Client, l batchLine) *jobs.Result {
+// Batch outcomes that are not a job's own: the error text says which.
+const (
+	notSubmitted = "not submitted: interrupted"
+	goesOn       = "interrupted: stopped waiting; the job goes on"
+)
+
+// submitTimeout bounds one submission once started: an interrupt does not
+// cut it short, so a job is either queued with its state or not at all.
+const submitTimeout = 30 * time.Second
+
+// runOne submits one batch job and, unless detach, waits for its end. After
+// an interrupt (c.ctx done) it submits nothing more, and a job it waits for
+// is reported as it stands: it goes on without us.
+func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) *jobs.Result {
+	job := *l.job
 	fail := func(err error) *jobs.Result {
-		id := l.job.ID
+		id := job.ID
 		if id == "" {
 			id = fmt.Sprintf("line-%d", l.n)
 		}
-		return &jobs.Result{ID: id, Queue: l.job.Queue, Status: jobs.StatusFailed,
-			Error: fmt.Sprintf("line %d: %v", l.n, err), Metadata: l.job.Metadata}
+		return &jobs.Result{ID: id, Queue: job.Queue, Status: jobs.StatusFailed,
+			Error: err.Error(), Metadata: job.Metadata}
 	}
 	if l.err != nil {
 		return fail(l.err)
 	}
-	rc, err := cl.Submit(c.ctx, l.job)
+	if c.ctx.Err() != nil {
+		return fail(errors.New(notSubmitted))
+	}
+	if job.ID == "" {
+		// Named here, so the result of a submission that fails half-way
+		// (state written, publish unanswered) still names the job.
+		job.ID = ulid.Make().String()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), submitTimeout)
+	rc, err := cl.Submit(sctx, &job)
+	cancel()
 	if err != nil {
+		if errors.Is(err, jobs.ErrRejected) { // refused before publishing: no job
+			job.ID = l.job.ID
+		}
 		return fail(err)
+	}
+	if detach || rc.State.Status.Terminal() {
+		res := resultOf(rc.State)
+		res.Metadata = job.Metadata
+		return res
 	}
 	st, err := cl.Wait(c.ctx, rc.ID)
-	if err != nil {
+	if err == nil {
+		return resultOf(st)
+	}
+	if c.ctx.Err() == nil {
 		return fail(err)
 	}
-	return resultOf(st)
+	sctx, cancel = context.WithTimeout(context.WithoutCancel(c.ctx), 5*time.Second)
+	defer cancel()
+	if cur, err := cl.Status(sctx, rc.ID); err == nil {
+		st = cur
+	} else {
+		st = rc.State
+	}
+	return &jobs.Result{ID: rc.ID, Queue: rc.Queue, Status: st.Status, Metadata: job.Metadata,
+		Error: fmt.Sprintf("%s (submit watch %s)", goesOn, rc.ID)}
 }
 
 // progress reports batch progress: a bar (done, failed, ETA) on a
-// terminal, plain lines otherwise.
+// terminal, with each failure printed above it, and plain lines otherwise.
 type progress struct {
 	w            io.Writer
 	bar          *progressbar.ProgressBar
+	detach       bool
 	total, count int
 	failed       int
+	goesOn       int // interrupted while running: they go on
+	notSent      int // interrupted before they were submitted
 	start        time.Time
+	stopTick     chan struct{}
+	ticking      sync.WaitGroup
 }
 
-func newProgress(w io.Writer, total int, tty bool) *progress {
-	p := &progress{w: w, total: total, start: time.Now()}
-	if tty {
+func newProgress(w io.Writer, total int, tty, detach bool) *progress {
+	p := &progress{w: w, total: total, detach: detach, start: time.Now(), stopTick: make(chan struct{})}
+	if tty && total > 0 {
 		p.bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription("jobs"),
@@ -167,39 +231,104 @@ func newProgress(w io.Writer, total int, tty bool) *progress {
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
 		)
+		_ = p.bar.RenderBlank()
+		// Redraw every second, so elapsed time and ETA move while long
+		// jobs run and no completion triggers a redraw.
+		p.ticking.Go(func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-p.stopTick:
+					return
+				case <-t.C:
+					_ = p.bar.Add(0)
+				}
+			}
+		})
 	}
 	return p
 }
 
-func (p *progress) done(res *jobs.Result) {
+// ok reports whether a line counts as done well: the job succeeded, or,
+// with --detach, it was submitted.
+func (p *progress) ok(res *jobs.Result) bool {
+	return res.Status == jobs.StatusSucceeded || (p.detach && !res.Status.Terminal())
+}
+
+func (p *progress) done(res batchResult) {
 	p.count++
-	if res.Status != jobs.StatusSucceeded {
+	if !p.ok(res.Result) {
 		p.failed++
+		switch {
+		case strings.HasPrefix(res.Error, goesOn):
+			p.goesOn++
+		case strings.HasSuffix(res.Error, notSubmitted):
+			p.notSent++
+		}
+	}
+	line := fmt.Sprintf("line %d: %s %s", res.Line, res.ID, res.Status)
+	if res.ID == fmt.Sprintf("line-%d", res.Line) { // no job id: the line's number is its name
+		line = fmt.Sprintf("line %d: %s", res.Line, res.Status)
+	}
+	if res.Error != "" {
+		line += ": " + oneLine(res.Error, 200)
 	}
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("%d ok, %d failed", p.count-p.failed, p.failed))
+		if !p.ok(res.Result) { // failures stay on screen above the bar
+			_, _ = progressbar.Bprintln(p.bar, line)
+		}
+		p.bar.Describe(fmt.Sprintf("%d %s, %d failed", p.count-p.failed, p.okWord(), p.failed))
 		_ = p.bar.Add(1)
 		return
 	}
 	eta := "-"
-	if p.count < p.total {
+	if p.count < p.total && !p.detach {
 		per := time.Since(p.start) / time.Duration(p.count)
 		eta = (per * time.Duration(p.total-p.count)).Round(time.Second).String()
 	}
-	line := fmt.Sprintf("[%d/%d] %d ok, %d failed, eta %s: %s %s", p.count, p.total, p.count-p.failed, p.failed, eta, res.ID, res.Status)
-	if res.Error != "" {
-		line += ": " + oneLine(res.Error, 200)
+	fmt.Fprintf(p.w, "[%d/%d] %d %s, %d failed, eta %s: %s\n", p.count, p.total, p.count-p.failed, p.okWord(), p.failed, eta, line)
+}
+
+func (p *progress) okWord() string {
+	if p.detach {
+		return "submitted"
 	}
-	fmt.Fprintln(p.w, line)
+	return "ok"
+}
+
+// stop ends the redraws.
+func (p *progress) stop() {
+	select {
+	case <-p.stopTick:
+	default:
+		close(p.stopTick)
+	}
+	p.ticking.Wait()
 }
 
 func (p *progress) finish() {
+	p.stop()
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
-	fmt.Fprintf(p.w, "%d jobs: %d succeeded, %d did not (%s)\n", p.total, p.total-p.failed, p.failed,
+	verb, not := "succeeded", "did not"
+	if p.detach {
+		verb, not = "submitted", "not"
+	}
+	fmt.Fprintf(p.w, "%d jobs: %d %s, %d %s (%s)\n", p.total, p.total-p.failed, verb, p.failed, not,
 		time.Since(p.start).Round(time.Millisecond))
+	if p.goesOn+p.notSent > 0 {
+		fmt.Fprintf(p.w, "interrupted: %s still going on (submit watch ID), %s not submitted\n",
+			plural(p.goesOn, "job", "jobs"), plural(p.notSent, "line", "lines"))
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -57,7 +57,7 @@ func TestJobFileCheckedLikeTheWorker(t *testing.T) {
 			if tc.batchErr != "" {
 				want = tc.batchErr
 			}
-			if res.code != 1 || !strings.Contains(res.stderr, "line 2: "+want) ||
+			if res.code != 1 || !strings.Contains(res.stderr, "line 2: failed: "+want) ||
 				!strings.Contains(res.stderr, "2 jobs: 1 succeeded, 1 did not") {
 				t.Errorf("batch: want line 2 refused with %q\ngot %+v", want, res)
 			}
