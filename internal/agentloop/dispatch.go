@@ -155,6 +155,12 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 	}
 	dur := time.Since(start)
 	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)
+	if c.record != nil {
+		// The reflected transcript is history for a continuation: it holds
+		// what the model saw, as for a direct call (the event has it all).
+		out := c.forModel
+		c.record.Output = &out
+	}
 	j.emit(ctx, EventToolResult, round, map[string]any{
 		"call_id":     c.tc.ID,
 		"name":        c.tc.Function.Name,

@@ -390,6 +390,47 @@ func TestToolOutputTruncated(t *testing.T) {
 	}
 }
 
+// A reflected transcript is history for a continuation: an output
+// reached through call_tool (or a client tool) must be what the model saw,
+// truncated like a direct call's, not the whole of it.
+func TestRecordsHoldTruncatedOutput(t *testing.T) {
+	t.Parallel()
+	var ts testServer
+	tools := newToolSet(t, &ts, false)
+	s := llmtest.NewServer(t,
+		toolReply(call("call_tool", `{"name":"echo","arguments":{"text":"0123456789","repeat":100}}`), call("ask_user", `{}`)),
+		textReply("long"))
+	ev := &events{}
+	l := newLoop(t, s, agentloop.Config{MaxToolOutput: 300})
+	res, err := l.Run(t.Context(), agentloop.Input{
+		Task: "go", Tools: tools, Sink: ev, Mode: agentloop.ModeSearch,
+		ClientTools:  []agentloop.ClientTool{{Name: "ask_user"}},
+		ClientCaller: func(context.Context, string, json.RawMessage) (string, error) { return strings.Repeat("x", 1000), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := toolMessages(res.Messages)
+	if len(res.Records) != 2 || len(msgs) != 2 {
+		t.Fatalf("records %s", mustJSON(t, res.Records))
+	}
+	for i, r := range res.Records {
+		if *r.Output != msgs[i].Content || len(*r.Output) > 300 {
+			t.Errorf("record %d output (%d bytes) differs from what the model saw (%d bytes)", i, len(*r.Output), len(msgs[i].Content))
+		}
+	}
+	for _, m := range toolMessages(reflect.Rewrite(res.Messages, res.Records)) {
+		if len(m.Content) > 300 {
+			t.Errorf("reflected result of %s is %d bytes", m.Name, len(m.Content))
+		}
+	}
+	for _, e := range ev.of(agentloop.EventToolResult) {
+		if len(e.Data["output"].(string)) != 1000 {
+			t.Errorf("tool.result event of %s lost the full output", e.Data["name"])
+		}
+	}
+}
+
 func TestClientToolsAndClash(t *testing.T) {
 	t.Parallel()
 	var ts testServer
