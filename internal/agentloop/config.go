@@ -107,6 +107,10 @@ func New(cfg Config) (*Loop, error) {
 	if cfg.LLM == nil {
 		return nil, fmt.Errorf("%w: LLM is required", ErrConfig)
 	}
+	if cfg.DefaultMaxRounds == 0 && cfg.MaxRoundsCap > 0 {
+		// Unset, the default yields to a lower cap rather than failing.
+		cfg.DefaultMaxRounds = min(DefaultMaxRounds, cfg.MaxRoundsCap)
+	}
 	if cfg.DefaultMode == "" {
 		cfg.DefaultMode = ModeAuto
 	}

@@ -100,6 +100,29 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
+// A cap below the default number of rounds, with no default set, lowers
+// the default instead of failing (zero means "the default").
+func TestCapBelowDefaultRounds(t *testing.T) {
+	t.Parallel()
+	var ts testServer
+	tools := newToolSet(t, &ts, false)
+	s := llmtest.NewServer(t)
+	s.Handle(func(r llmtest.RecordedRequest) llmtest.Reply {
+		if r.ToolsJSON == nil {
+			return textReply("final")
+		}
+		return toolReply(call("echo", `{"text":"x"}`))
+	})
+	l := newLoop(t, s, agentloop.Config{MaxRoundsCap: 3})
+	res, err := l.Run(t.Context(), agentloop.Input{Task: "go", Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rounds != 3 || res.StopReason != agentloop.StopMaxRounds {
+		t.Errorf("rounds %d, stop %s", res.Rounds, res.StopReason)
+	}
+}
+
 func TestRunRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	s := llmtest.NewServer(t)
