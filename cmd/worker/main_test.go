@@ -25,7 +25,14 @@ import (
 	"github.com/jetagent/jetagent/schemas"
 )
 
+// workerChildEnv, when set, makes the test binary run as the worker
+// command itself, configured by the environment (see crash_test.go).
+const workerChildEnv = "JETAGENT_WORKER_TEST_CHILD"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(workerChildEnv) != "" {
+		os.Exit(run(nil, os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(m,
 		// nats.go v1.55 race in ObjectStore.Put (see internal/jobs/main_test.go).
 		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
