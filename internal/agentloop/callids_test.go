@@ -1,6 +1,7 @@
 package agentloop_test
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -27,13 +28,13 @@ func TestCallIDsUniqueAcrossRoundsAndHistory(t *testing.T) {
 	// loop generates for empty ids.
 	history := []llm.Message{
 		{Role: llm.RoleUser, Content: "Weather in Rome?"},
-		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1_0", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}},
-		{Role: llm.RoleTool, ToolCallID: "call_1_0", Content: "weather in Rome: 21c, sunny"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call00100", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}},
+		{Role: llm.RoleTool, ToolCallID: "call00100", Content: "weather in Rome: 21c, sunny"},
 		{Role: llm.RoleAssistant, Content: "Sunny."},
 	}
 	reflectedHistory := slices.Clone(history)
-	reflectedHistory[1].ToolCalls = []llm.ToolCall{{ID: "rc_call_1_0", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}
-	reflectedHistory[2].ToolCallID = "rc_call_1_0"
+	reflectedHistory[1].ToolCalls = []llm.ToolCall{{ID: "rc_call00100", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}
+	reflectedHistory[2].ToolCallID = "rc_call00100"
 	for _, tc := range []struct {
 		name    string
 		history []llm.Message
@@ -103,6 +104,43 @@ func TestCallIDsUniqueAcrossRoundsAndHistory(t *testing.T) {
 			want := len(res.Records)
 			if len(calls) != want || strings.Contains(strings.Join(calls, " "), "call_tool") {
 				t.Errorf("reflected calls = %v, want %d real calls", calls, want)
+			}
+		})
+	}
+}
+
+// Mistral's API and chat templates (vLLM, mlx) reject a tool call id that
+// is not 9 letters or digits; the ids the loop makes up (for calls written
+// into the content, or sent without an id) must pass.
+func TestGeneratedCallIDsSuitMistral(t *testing.T) {
+	t.Parallel()
+	mistralID := regexp.MustCompile(`^[a-zA-Z0-9]{9}$`)
+	for _, tc := range []struct{ name, body string }{
+		{"mistral content call", `[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Lima"}}, {"name": "get_weather", "arguments": {"city": "Quito"}}]`},
+		{"empty ids", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var ts testServer
+			tools := newToolSet(t, &ts, false)
+			first := textReply(tc.body)
+			if tc.body == "" {
+				first = llmtest.Reply{Body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}},{"id":"","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Quito\"}"}}]}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`}
+			}
+			s := llmtest.NewServer(t, first, textReply("sunny"))
+			l := newLoop(t, s, agentloop.Config{})
+			if _, err := l.Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeFull}); err != nil {
+				t.Fatal(err)
+			}
+			msgs := s.Requests()[1].Messages
+			asst := msgs[len(msgs)-3]
+			if len(asst.ToolCalls) != 2 {
+				t.Fatalf("assistant = %s", mustJSON(t, asst))
+			}
+			for i, c := range asst.ToolCalls {
+				if !mistralID.MatchString(c.ID) || msgs[len(msgs)-2+i].ToolCallID != c.ID {
+					t.Errorf("call id %q (result answers %q)", c.ID, msgs[len(msgs)-2+i].ToolCallID)
+				}
 			}
 		})
 	}

@@ -3,7 +3,6 @@ package agentloop
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -51,7 +50,7 @@ func extractContentCalls(content string, round int, lookup func(string) (json.Ra
 	var calls []llm.ToolCall
 	addText := func(name, args string) {
 		calls = append(calls, llm.ToolCall{
-			ID:       fmt.Sprintf("call_content_%d_%d", round, len(calls)),
+			ID:       callID(round*100 + len(calls)),
 			Type:     "function",
 			Function: llm.FunctionCall{Name: name, Arguments: args},
 		})

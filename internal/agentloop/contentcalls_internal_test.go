@@ -46,7 +46,7 @@ func TestExtractContentCalls(t *testing.T) {
 			var got []string
 			for _, c := range calls {
 				got = append(got, c.Function.Name+"("+c.Function.Arguments+")")
-				if !strings.HasPrefix(c.ID, "call_content_3_") || c.Type != "function" {
+				if !strings.HasPrefix(c.ID, "call003") || len(c.ID) != 9 || c.Type != "function" {
 					t.Errorf("call id/type = %q/%q", c.ID, c.Type)
 				}
 			}

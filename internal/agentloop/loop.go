@@ -465,11 +465,11 @@ func fixCallIDs(calls []llm.ToolCall, round int, used map[string]bool) {
 	}
 	for i := range calls {
 		if taken(calls[i].ID) {
-			id := fmt.Sprintf("call_%d_%d", round, i)
-			for n := 2; taken(id); n++ {
-				id = fmt.Sprintf("call_%d_%d_%d", round, i, n)
+			k := round*100 + i
+			for taken(callID(k)) {
+				k++
 			}
-			calls[i].ID = id
+			calls[i].ID = callID(k)
 		}
 		if calls[i].Type == "" {
 			calls[i].Type = "function"
@@ -477,6 +477,10 @@ func fixCallIDs(calls []llm.ToolCall, round int, used map[string]bool) {
 		seen[calls[i].ID] = true
 	}
 }
+
+// callID is the k-th id the loop makes up: "call" and five digits, since
+// Mistral's API and chat templates accept only 9 letters or digits.
+func callID(k int) string { return fmt.Sprintf("call%05d", k%100000) }
 
 // noteCallIDs adds the call ids of m (an accepted message) to j.callIDs.
 func (j *job) noteCallIDs(m llm.Message) {
