@@ -356,3 +356,60 @@ func normalise(t *testing.T, tools []llm.Tool) []llm.Tool {
 	}
 	return out
 }
+
+// Usage adds up what each request sent: the llm.request events' tool
+// tokens (a schema retry sends more, the final request none), and full
+// mode's cost for every request that carried tools.
+func TestUsageAcrossRetryAndFinalRequest(t *testing.T) {
+	t.Parallel()
+	var ts testServer
+	tools := newToolSet(t, &ts, false)
+	s := llmtest.NewServer(t,
+		toolReply(call("get_weather", `{"city":1}`)),
+		toolReply(call("get_weather", `{"city":"Oslo"}`)),
+		textReply("Oslo is sunny."),
+	)
+	ev := &events{}
+	l := newLoop(t, s, agentloop.Config{})
+	res, err := l.Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeDeferred, MaxRounds: 1, Sink: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := agentloop.BuildTools(agentloop.ModeFull, tools.Tools())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullToks, err := agentloop.ToolTokens(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent, withTools int64
+	for i, e := range ev.of(agentloop.EventLLMRequest) {
+		n := int64(e.Data["tool_def_tokens"].(int))
+		r := s.Requests()[i]
+		want, err := agentloop.ToolTokens(r.Tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != int64(want) {
+			t.Errorf("request %d: event says %d tool tokens, the request carried %d", r.N, n, want)
+		}
+		sent += n
+		if r.ToolsJSON != nil {
+			withTools++
+		}
+	}
+	if len(s.Requests()) != 3 || withTools != 2 {
+		t.Fatalf("%d requests, %d with tools", len(s.Requests()), withTools)
+	}
+	if res.Usage.ToolDefTokens != sent || res.Usage.FullModeToolDefTokens != withTools*int64(fullToks) {
+		t.Errorf("usage %+v; want sent %d, full %d", res.Usage, sent, withTools*int64(fullToks))
+	}
+	var prompt int64
+	for _, e := range ev.of(agentloop.EventLLMResponse) {
+		prompt += e.Data["prompt_tokens"].(int64)
+	}
+	if res.Usage.PromptTokens != prompt {
+		t.Errorf("prompt tokens %d, responses sum to %d", res.Usage.PromptTokens, prompt)
+	}
+}
