@@ -28,18 +28,7 @@ import (
 
 // buildSubmit builds the submit command once per test run: the client
 // side of these tests is the real binary, as a user runs it.
-var buildSubmit = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "jetagent-submit")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "submit")
-	out, err := exec.Command("go", "build", "-o", bin, "../submit").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("build cmd/submit: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+func buildSubmit() (string, error) { return buildBinary("../submit", "submit") }
 
 // npmBin is an npm reference MCP server installed by `npm ci --prefix tools/npm`.
 func npmBin(t *testing.T, name string) string {

@@ -33,10 +33,50 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workerChildEnv) != "" {
 		os.Exit(run(nil, os.Stdout, os.Stderr))
 	}
-	goleak.VerifyTestMain(m,
+	dir, err := os.MkdirTemp("", "jetagent-worker-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testBinDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	if code == 0 {
 		// nats.go v1.55 race in ObjectStore.Put (see internal/jobs/main_test.go).
-		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
-	)
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// testBinDir holds the binaries the tests build (removed after the run).
+var testBinDir string
+
+// binaries builds each package the tests run as a real binary once per
+// test run, into testBinDir.
+var binaries = struct {
+	mu    sync.Mutex
+	built map[string]func() (string, error)
+}{built: map[string]func() (string, error){}}
+
+func buildBinary(pkg, name string) (string, error) {
+	binaries.mu.Lock()
+	build, ok := binaries.built[pkg]
+	if !ok {
+		build = sync.OnceValues(func() (string, error) {
+			bin := filepath.Join(testBinDir, name)
+			out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+			if err != nil {
+				return "", fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+			}
+			return bin, nil
+		})
+		binaries.built[pkg] = build
+	}
+	binaries.mu.Unlock()
+	return build()
 }
 
 const waitTimeout = 30 * time.Second
@@ -102,18 +142,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 }
 
 // buildMCPServer builds the bundled example MCP server once per test run.
-var buildMCPServer = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "jetagent-mcpserver")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "mcpserver")
-	out, err := exec.Command("go", "build", "-o", bin, "../../examples/mcpserver").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("build examples/mcpserver: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+func buildMCPServer() (string, error) { return buildBinary("../../examples/mcpserver", "mcpserver") }
 
 // scriptedModel answers by task: "add A B" calls the add tool then reports
 // its result; "sleep" calls slow for a minute; "think" never answers.
