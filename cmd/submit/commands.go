@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 // idCommand parses "CMD [flags] ID".
 func (c *cli) idCommand(name string, args []string, extra func(*flag.FlagSet)) (string, bool, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
+	fs.SetOutput(io.Discard) // run reports the parse error once
 	fs.Usage = func() {}
 	asJSON := fs.Bool("json", false, "JSON output")
 	if extra != nil {
@@ -30,6 +31,9 @@ func (c *cli) idCommand(name string, args []string, extra func(*flag.FlagSet)) (
 	}
 	if len(pos) != 1 {
 		return "", false, usagef("%s takes one job id", name)
+	}
+	if !jobs.ValidID(pos[0]) { // no such job can exist: watch would wait for ever
+		return "", false, usagef("%q is not a job id (1 to 128 letters, digits, _ and -)", pos[0])
 	}
 	return pos[0], *asJSON, nil
 }

@@ -74,3 +74,25 @@ func TestJobFileCheckedLikeTheWorker(t *testing.T) {
 		}
 	})
 }
+
+// TestUsageErrors: a job id that can never exist is a usage error (watch
+// would otherwise wait for it forever), and a bad flag is reported once.
+func TestUsageErrors(t *testing.T) {
+	startWorker(t)
+	for _, cmd := range []string{"status", "watch", "transcript", "cancel"} {
+		for _, id := range []string{"a.b", "a b", "*", strings.Repeat("x", 129)} {
+			res := submitCmd(t, "", cmd, id)
+			if res.code != 2 || !strings.Contains(res.stderr, "is not a job id") {
+				t.Errorf("%s %q: %+v", cmd, id, res)
+			}
+		}
+	}
+	res := submitCmd(t, "", "--bogus", "echo:x")
+	if res.code != 2 || strings.Count(res.stderr, "-bogus") != 1 {
+		t.Errorf("bad flag: %+v", res)
+	}
+	res = submitCmd(t, "", "status", "--bogus", "x")
+	if res.code != 2 || strings.Count(res.stderr, "-bogus") != 1 {
+		t.Errorf("bad flag of status: %+v", res)
+	}
+}

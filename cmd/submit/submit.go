@@ -30,7 +30,7 @@ type jobFlags struct {
 
 func (c *cli) submitFlags(f *jobFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
+	fs.SetOutput(io.Discard) // run reports the parse error once
 	fs.Usage = func() {}
 	fs.StringVar(&f.id, "id", "", "job id")
 	fs.StringVar(&f.queue, "queue", "", "queue")
