@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,6 +90,13 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err
+	}
+	warned := map[string]bool{}
+	for _, l := range lines {
+		if q := cmp.Or(l.job.Queue, jobs.DefaultQueue); l.err == nil && !warned[q] {
+			warned[q] = true
+			c.warnUnserved(cl, q)
+		}
 	}
 	var out io.Writer
 	switch {

@@ -96,3 +96,27 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("bad flag of status: %+v", res)
 	}
 }
+
+// TestQueueWithoutWorkers: a job sent to a queue no worker has ever served
+// (a typo, a worker not yet deployed) is queued, with a warning saying why
+// it will wait.
+func TestQueueWithoutWorkers(t *testing.T) {
+	startWorker(t)
+	res := submitCmd(t, "", "--detach", "--id", "nobody-1", "--queue", "nobody", "echo:x")
+	if res.code != 0 || res.stdout != "nobody-1\n" || !strings.Contains(res.stderr, `no worker has served queue "nobody"`) {
+		t.Errorf("%+v", res)
+	}
+	if res := submitCmd(t, "", "--detach", "echo:x"); strings.Contains(res.stderr, "no worker") {
+		t.Errorf("warning for the served default queue: %+v", res)
+	}
+	in := writeLines(t, `{"id":"nobody-2","queue":"nobody","task":"echo:x"}`, `{"id":"nobody-3","queue":"nobody","task":"echo:x"}`)
+	res = submitCmd(t, "", "--file", in, "--detach")
+	if res.code != 0 || strings.Count(res.stderr, `no worker has served queue "nobody"`) != 1 {
+		t.Errorf("batch: want one warning: %+v", res)
+	}
+	for _, id := range []string{"nobody-1", "nobody-2", "nobody-3"} {
+		if res := submitCmd(t, "", "cancel", id); res.code != 0 {
+			t.Errorf("cancel %+v", res)
+		}
+	}
+}

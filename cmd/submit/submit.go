@@ -182,6 +182,9 @@ func (c *cli) submit(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if !rc.State.Status.Terminal() {
+		c.warnUnserved(cl, rc.Queue)
+	}
 	if f.detach {
 		if f.json {
 			return exitOK, writeJSON(c.stdout, rc)
@@ -240,6 +243,15 @@ func hasTask(data []byte) bool {
 	}
 	_, ok := m["task"]
 	return ok
+}
+
+// warnUnserved says so on stderr when no worker has ever served queue: the
+// job waits until one does, which looks like a hang otherwise.
+func (c *cli) warnUnserved(cl *jobs.Client, queue string) {
+	if served, err := cl.QueueServed(c.ctx, queue); err == nil && !served {
+		fmt.Fprintf(c.stderr, "submit: warning: no worker has served queue %q yet; its jobs wait until a worker "+
+			"with %q in JETAGENT_QUEUES starts\n", queue, queue)
+	}
 }
 
 // follow prints a job's events as they happen and its outcome at the end.

@@ -262,3 +262,21 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// QueueServed reports whether a worker has ever served queue: its shared
+// consumer exists. A job for a queue without one waits, unseen, until a
+// worker serving that queue starts.
+func (c *Client) QueueServed(ctx context.Context, queue string) (bool, error) {
+	if queue == "" {
+		queue = DefaultQueue
+	}
+	_, err := c.topo.Jobs.Consumer(ctx, c.names.Consumer(queue))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return false, nil
+	default:
+		return false, fmt.Errorf("consumer of queue %s: %w", queue, err)
+	}
+}
