@@ -118,10 +118,25 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	m.Data = data
 	ack, err := c.topo.JS.PublishMsg(ctx, m, jetstream.WithMsgID(j.ID))
 	if err != nil {
+		if created {
+			c.forgetQueued(ctx, j.ID)
+		}
 		return nil, fmt.Errorf("publish job %s: %w", j.ID, err)
 	}
 	r.Seq, r.Duplicate = ack.Sequence, ack.Duplicate || !created
 	return r, nil
+}
+
+// forgetQueued removes the queued state Submit created for a job it could
+// not publish, so no state says "queued" with no message to settle it. The
+// delete is guarded by the state's revision: if the message did arrive
+// after all (an unanswered publish) and a worker claimed it, the state stays.
+func (c *Client) forgetQueued(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	if st, rev, err := c.states.get(ctx, id); err == nil && st.Status == StatusQueued && st.Attempt == 0 {
+		_ = c.topo.State.Delete(ctx, id, jetstream.LastRevision(rev))
+	}
 }
 
 // Status returns the job's state, or ErrNotFound.
