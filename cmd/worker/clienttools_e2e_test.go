@@ -457,7 +457,7 @@ func TestClientToolsEndToEnd(t *testing.T) {
 	pathJSON, _ := json.Marshal(path)
 	want := []struct{ id, name, args, output string }{
 		{"call_add", "add", `{"a":2,"b":3}`, "5"},
-		{"rc_call_weather", "get_weather", `{"city":"Lisbon"}`, weather},
+		{"call_weather", "get_weather", `{"city":"Lisbon"}`, weather},
 		{"call_read", "read_text_file", `{"path":` + string(pathJSON) + `}`, content},
 	}
 	for i, w := range want {

@@ -112,7 +112,7 @@ func TestContinuation(t *testing.T) {
 			t.Errorf("get_weather arguments %s", c.Function.Arguments)
 		}
 	}
-	if results["call_add"].Content != "42" || results["call_ask"].Content != "Braga" || !strings.Contains(results["rc_call_weather"].Content, "Porto") {
+	if results["call_add"].Content != "42" || results["call_ask"].Content != "Braga" || !strings.Contains(results["call_weather"].Content, "Porto") {
 		t.Errorf("results in the history: %+v", results)
 	}
 	// The earlier turn's text is there too, in order.

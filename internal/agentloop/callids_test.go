@@ -32,9 +32,11 @@ func TestCallIDsUniqueAcrossRoundsAndHistory(t *testing.T) {
 		{Role: llm.RoleTool, ToolCallID: "call00100", Content: "weather in Rome: 21c, sunny"},
 		{Role: llm.RoleAssistant, Content: "Sunny."},
 	}
+	// The same job reflected: its call_tool call became the real call, under
+	// the id the model's call had.
 	reflectedHistory := slices.Clone(history)
-	reflectedHistory[1].ToolCalls = []llm.ToolCall{{ID: "rc_call00100", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}
-	reflectedHistory[2].ToolCallID = "rc_call00100"
+	reflectedHistory[1].ToolCalls = []llm.ToolCall{{ID: "call00101", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Rome"}`}}}
+	reflectedHistory[2].ToolCallID = "call00101"
 	for _, tc := range []struct {
 		name    string
 		history []llm.Message
@@ -50,8 +52,8 @@ func TestCallIDsUniqueAcrossRoundsAndHistory(t *testing.T) {
 			{Body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"call_tool","arguments":"{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}"}}]}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`},
 			textReply("done"),
 		}},
-		// A reflected history holds the ids of the records of call_tool
-		// calls; the new job's records must not take them again.
+		// A reflected history holds ids of real calls that were call_tool
+		// calls; the new job's calls and records must not take them again.
 		{"continuation of a reflected call_tool", reflectedHistory, []llmtest.Reply{
 			// llmtest fills empty ids; a body carries them empty, as sent.
 			{Body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function","function":{"name":"call_tool","arguments":"{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Oslo\"}}"}}]}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`},

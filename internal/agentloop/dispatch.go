@@ -222,17 +222,13 @@ func (j *job) dispatch(ctx context.Context, callID string, e *entry, args json.R
 	case kindCallTool:
 		out, isErr := j.dispatch(ctx, callID, c.target, c.targetArgs, true, c)
 		c.record = &reflect.Record{
-			ID: recordID(callID), CallID: callID, Kind: reflect.KindCallTool,
+			ID: callID, CallID: callID, Kind: reflect.KindCallTool,
 			Name: c.target.tool.Name, Input: c.targetArgs, Output: &out, IsError: isErr,
 		}
 		return out, isErr
 	}
 	return fmt.Sprintf("Error: tool %q cannot be dispatched", e.tool.Name), true
 }
-
-// recordID is the id of the real call behind call_tool callID in the
-// reflected transcript.
-func recordID(callID string) string { return "rc_" + callID }
 
 // resultText flattens an MCP result for the model; structured content
 // stands in when there is no text.

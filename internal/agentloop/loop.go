@@ -455,13 +455,15 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 // fixCallIDs gives every call an id used nowhere else in the job's
 // messages (used) nor in the reply: some servers send none, or the same
 // one in every reply, and a continuation's history holds ids of an earlier
-// job. Tool results and reflect records are matched by id; the id of the
-// record of a call_tool call (recordID) must be free too, since a
-// reflected history shows it as a call id.
+// job. Tool results and reflect records are matched by id. The real call
+// behind a call_tool call keeps the model's id in the reflected transcript
+// (one call for one), so reflected histories carry only ids that the
+// provider itself issued or accepted (Mistral, for one, accepts only 9
+// alphanumerics).
 func fixCallIDs(calls []llm.ToolCall, round int, used map[string]bool) {
 	seen := map[string]bool{}
 	taken := func(id string) bool {
-		return id == "" || seen[id] || used[id] || seen[recordID(id)] || used[recordID(id)]
+		return id == "" || seen[id] || used[id]
 	}
 	for i := range calls {
 		if taken(calls[i].ID) {
