@@ -197,11 +197,15 @@ Flags of submit:
   --job FILE           a whole job as JSON (the flags above override its fields)
   --local-mcp FILE     offer the tools of these local MCP servers (same file
                        format as the worker's) as client tools, answered here
-  --detach             print the job id and return without following
+  --detach             print the job id and return without following (batch:
+                       submit every line and write receipts, without waiting)
   --file FILE          batch mode ("-" reads stdin)
   --parallel N         batch: jobs in flight at once (default 8)
-  --out FILE           batch: write one result (JSON) per job to FILE
+  --out FILE           batch: write one result (JSON, with its "line") per job
   --json               machine-readable output (JSON lines) everywhere
+
+Ctrl-C stops following, not the job (submit watch ID resumes; submit cancel
+ID stops it); an interrupted batch submits no further lines.
 
 Exit status: 0 when the job (every batch job) succeeded, 1 when one did not or
 on error, 2 on a usage error.
