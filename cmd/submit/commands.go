@@ -118,6 +118,9 @@ func (c *cli) transcript(args []string) (int, error) {
 		return 0, err
 	}
 	b, err := cl.Transcript(c.ctx, id, raw)
+	if errors.Is(err, jobs.ErrNotFound) {
+		return 0, c.noTranscript(cl, id)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -131,6 +134,23 @@ func (c *cli) transcript(args []string) (int, error) {
 	}
 	writeTranscript(c.stdout, &t)
 	return exitOK, nil
+}
+
+// noTranscript says why a job has no transcript.
+func (c *cli) noTranscript(cl *jobs.Client, id string) error {
+	st, err := cl.Status(c.ctx, id)
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return fmt.Errorf("no job %s (no state, no transcript)", id)
+	case err != nil:
+		return err
+	case !st.Status.Terminal():
+		return fmt.Errorf("job %s is %s: its transcript is stored when it ends (submit watch %s)", id, st.Status, id)
+	case st.Error != "":
+		return fmt.Errorf("job %s ended %s without a transcript: %s", id, st.Status, st.Error)
+	default:
+		return fmt.Errorf("job %s ended %s without a transcript", id, st.Status)
+	}
 }
 
 // cancelWait bounds how long cancel waits for the job to stop.

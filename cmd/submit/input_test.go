@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jetagent/jetagent/internal/jobs"
 )
@@ -118,5 +119,39 @@ func TestQueueWithoutWorkers(t *testing.T) {
 		if res := submitCmd(t, "", "cancel", id); res.code != 0 {
 			t.Errorf("cancel %+v", res)
 		}
+	}
+}
+
+// TestTranscriptMissing: asking for a transcript that does not exist says
+// why: no such job, the job has not ended, or it ended without one.
+func TestTranscriptMissing(t *testing.T) {
+	nc, _ := startWorker(t)
+	if res := submitCmd(t, "", "transcript", "no-such-job"); res.code != 1 || !strings.Contains(res.stderr, "no job no-such-job") {
+		t.Errorf("unknown job: %+v", res)
+	}
+	if res := submitCmd(t, "", "--servers", "nope", "--id", "dead-1", "echo:x"); res.code != 1 {
+		t.Fatalf("%+v", res)
+	}
+	res := submitCmd(t, "", "transcript", "dead-1")
+	if res.code != 1 || !strings.Contains(res.stderr, "job dead-1 ended dead without a transcript: job names an MCP server") {
+		t.Errorf("dead job: %+v", res)
+	}
+	sub, err := nc.SubscribeSync("agent.events.running-1.blocking")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe() //nolint:errcheck
+	if res := submitCmd(t, "", "--detach", "--id", "running-1", "block"); res.code != 0 {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := sub.NextMsg(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	res = submitCmd(t, "", "transcript", "running-1")
+	if res.code != 1 || !strings.Contains(res.stderr, "job running-1 is running: its transcript is stored when it ends") {
+		t.Errorf("running job: %+v", res)
+	}
+	if res := submitCmd(t, "", "cancel", "running-1"); res.code != 0 {
+		t.Errorf("cancel %+v", res)
 	}
 }
