@@ -19,6 +19,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sys/unix"
 )
 
 // stdioTestServer runs this test binary as an mcp-go stdio server.
@@ -317,6 +318,40 @@ func callPID(t *testing.T, v *View, name string) int {
 // pidGone reports whether no process (not even a zombie) has that pid.
 func pidGone(pid int) bool {
 	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// stopChild stops pid, a child process of this test binary, with SIGSTOP and
+// returns once the stop has taken effect; false if the child had exited (or
+// been reaped) first.
+//
+// kill(2) returning does not mean the process has stopped: the signal wakes
+// one of its threads, and the group stop begins only when that thread runs.
+// On a loaded machine its other threads can meanwhile read another request
+// and answer it. waitid(WSTOPPED) reports the child once every thread has
+// stopped; WEXITED ends the wait for a child that died instead, and WNOWAIT
+// leaves both reports to os/exec's own wait.
+func stopChild(t *testing.T, pid int) bool {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return false
+		}
+		t.Fatal(err)
+	}
+	const cldStopped = 5 // CLD_STOPPED in <signal.h>
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WNOWAIT, nil)
+		switch {
+		case err == nil:
+			return info.Code == cldStopped
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.ECHILD):
+			return false
+		default:
+			t.Fatalf("waitid %d: %v", pid, err)
+		}
+	}
 }
 
 // moduleRoot finds the directory holding go.mod.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -475,12 +476,26 @@ func TestHealthCheckReplacesHungServer(t *testing.T) {
 	t.Parallel()
 	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"hung": stdioTestServer("hung")}}, WithHealthInterval(100*time.Millisecond))
 	v := newTestView(t, p, nil, nil, nil)
-	pid1 := callPID(t, v, "pid")
-	if err := syscall.Kill(pid1, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	var pid1 int
+	for {
+		// On a loaded machine a ping can miss its 100 ms, and the session is
+		// replaced before this test hangs it: then hang the new one.
+		res, err := v.CallTool(ctx, "pid", nil)
+		if errors.Is(err, ErrSessionLost) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid1, err = strconv.Atoi(res.Text); err != nil {
+			t.Fatal(err)
+		}
+		if stopChild(t, pid1) {
+			break
+		}
+	}
 	for {
 		res, err := v.CallTool(ctx, "pid", nil)
 		if errors.Is(err, ErrSessionLost) {

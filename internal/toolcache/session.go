@@ -46,7 +46,7 @@ type session struct {
 	deadErr  error          // set before dead is closed
 	onDead   func(*session) // set before the session is published; may be nil
 
-	stderr *tailBuffer
+	stderr *tailBuffer   // a child's stderr, complete once exited is closed
 	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
 	pid    int
 	cancel context.CancelFunc // ends the process context (last resort kill)
@@ -95,7 +95,6 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	var tr transport.Interface
 	switch cfg.Type {
 	case TypeStdio:
-		s.stderr = &tailBuffer{max: 4096}
 		var cmdRef *exec.Cmd
 		tr = transport.NewStdioWithOptions(cfg.Command, envList(cfg.Env), cfg.Args,
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
@@ -109,7 +108,6 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 				cmdRef = cmd
 				return cmd, nil
 			}),
-			transport.WithCommandStderrWriter(s.stderr),
 			transport.WithCommandLogger(d.logger))
 		c := client.NewClient(tr, client.WithProtocolVersion(protocolFor(cfg)))
 		if err := c.Start(procCtx); err != nil {
@@ -121,12 +119,16 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			s.pid = cmdRef.Process.Pid
 		}
 		// The child's stderr reaches EOF when it exits: that is how a crash
-		// is noticed even when no request is in flight.
+		// is noticed even when no request is in flight. It is read here from
+		// mcp-go's buffer, not through WithCommandStderrWriter, whose copy
+		// runs on a goroutine of its own that may still be writing when EOF
+		// is seen: once exited is closed, s.stderr holds all there was.
 		if r, ok := client.GetStderr(c); ok {
+			s.stderr = &tailBuffer{max: 4096}
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
-				_, _ = io.Copy(io.Discard, r)
+				_, _ = io.Copy(s.stderr, r)
 				close(s.exited)
 				s.markDead(errors.New("server process exited"))
 			}()
@@ -182,14 +184,8 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		ClientInfo:      d.clientInfo,
 	}})
 	if err != nil {
-		// A server that died during the handshake usually said why on
-		// stderr: give the drain a moment to deliver it.
-		if s.stderr != nil {
-			select {
-			case <-s.exited:
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
+		// A server that fails the handshake usually says why on stderr.
+		s.awaitStderr(transportBroken(err))
 		_ = s.close()
 		return nil, fmt.Errorf("initialize: %w%s", err, s.stderrHint())
 	}
@@ -281,6 +277,34 @@ func (s *session) close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// awaitStderr ends a child that failed its handshake and waits until its
+// stderr has been read to EOF, so that stderrHint has its last words; close
+// must wait for this, since it closes the pipe under the reader. A child that
+// broke the connection (exiting) is on its way out and gets a moment to
+// finish; otherwise, or if it lingers, its process group is killed: what it
+// already wrote stays in the pipe. The timeouts are backstops only, for a
+// process outside the group that keeps stderr open.
+func (s *session) awaitStderr(exiting bool) {
+	if s.stderr == nil {
+		return
+	}
+	if exiting {
+		select {
+		case <-s.exited:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	if s.pid > 0 {
+		// Not yet waited for (close does that), so the pid is still ours.
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // stderrHint is the tail of the child's stderr, for error messages.
