@@ -262,8 +262,11 @@ func crashWorkerEnv(t *testing.T, natsURL, modelURL string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server runs behind a shell that outlives it: a server that does
+	// not exit when its stdin closes. Only the kernel's parent-death signal
+	// (toolcache's Pdeathsig) stops it when its worker is SIGKILLed.
 	mcpCfg := filepath.Join(t.TempDir(), "mcp.json")
-	if err := os.WriteFile(mcpCfg, []byte(`{"mcpServers": {"demo": {"command": "`+bin+`"}}}`), 0o600); err != nil {
+	if err := os.WriteFile(mcpCfg, []byte(`{"mcpServers": {"demo": {"command": "sh", "args": ["-c", "`+bin+`; exec sleep 60"]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var env []string

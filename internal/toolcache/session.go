@@ -101,10 +101,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 				cmd := exec.CommandContext(ctx, command, args...)
 				cmd.Env = append(os.Environ(), env...)
 				cmd.Dir = cfg.Cwd
-				// Own process group: a terminal's Ctrl-C does not reach the
-				// server before the pool has shut it down, and the whole group
-				// (npx wrappers, shells) can be killed at close.
-				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				cmd.SysProcAttr = childProcAttr()
 				cmdRef = cmd
 				return cmd, nil
 			}),
