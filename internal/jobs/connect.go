@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -34,6 +35,24 @@ func (c NATSConfig) Validate() error {
 		return fmt.Errorf("%w: NATS_PASSWORD is set but NATS_USER is not", ErrConfig)
 	case (c.Cert == "") != (c.Key == ""):
 		return fmt.Errorf("%w: NATS_CERT and NATS_KEY must be set together", ErrConfig)
+	}
+	return nil
+}
+
+// checkFiles names the variable of a file that cannot be read: nats.go
+// would report only "open /path: ...".
+func (c NATSConfig) checkFiles() error {
+	for _, f := range []struct{ variable, path string }{
+		{"NATS_CREDS", c.Creds}, {"NATS_CA", c.CA}, {"NATS_CERT", c.Cert}, {"NATS_KEY", c.Key},
+	} {
+		if f.path == "" {
+			continue
+		}
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return fmt.Errorf("%s=%s: %w", f.variable, f.path, err)
+		}
+		_ = fh.Close()
 	}
 	return nil
 }
@@ -72,6 +91,9 @@ func (c NATSConfig) Connect(name string, extra ...nats.Option) (*nats.Conn, erro
 	url := c.URL
 	if url == "" {
 		url = DefaultURL
+	}
+	if err := c.checkFiles(); err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
 	}
 	nc, err := nats.Connect(url, append(c.Options(name), extra...)...)
 	if err != nil {
