@@ -155,3 +155,18 @@ func TestTranscriptMissing(t *testing.T) {
 		t.Errorf("cancel %+v", res)
 	}
 }
+
+// TestResubmitFinishedID: an id whose job has ended is not run again; the
+// submitter is told so, and how to run the task again.
+func TestResubmitFinishedID(t *testing.T) {
+	startWorker(t)
+	if res := submitCmd(t, "", "--id", "rerun", "fail:once"); res.code != 1 {
+		t.Fatalf("%+v", res)
+	}
+	for _, args := range [][]string{{"--id", "rerun", "echo:x"}, {"--detach", "--id", "rerun", "echo:x"}} {
+		res := submitCmd(t, "", args...)
+		if !strings.Contains(res.stderr, "job rerun already ended (failed); not queued again: another --id runs it again") {
+			t.Errorf("%v: %+v", args, res)
+		}
+	}
+}

@@ -157,7 +157,7 @@ func TestSubmitCLI(t *testing.T) {
 	t.Run("same id twice runs once", func(t *testing.T) {
 		first := submitCmd(t, "", "--id", "dup", "echo:once")
 		second := submitCmd(t, "", "--id", "dup", "echo:once")
-		if first.code != 0 || second.code != 0 || second.stdout != "once\n" || !strings.Contains(second.stderr, "submitted before") {
+		if first.code != 0 || second.code != 0 || second.stdout != "once\n" || !strings.Contains(second.stderr, "already ended (succeeded); not queued again") {
 			t.Fatalf("first %+v\nsecond %+v", first, second)
 		}
 		if r.count("dup") != 1 {

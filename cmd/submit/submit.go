@@ -185,18 +185,19 @@ func (c *cli) submit(args []string) (int, error) {
 	if !rc.State.Status.Terminal() {
 		c.warnUnserved(cl, rc.Queue)
 	}
+	if rc.Duplicate && !f.json {
+		if st := rc.State.Status; st.Terminal() {
+			fmt.Fprintf(c.stderr, "job %s already ended (%s); not queued again: another --id runs it again\n", rc.ID, st)
+		} else {
+			fmt.Fprintf(c.stderr, "job %s was submitted before (%s); not queued again\n", rc.ID, st)
+		}
+	}
 	if f.detach {
 		if f.json {
 			return exitOK, writeJSON(c.stdout, rc)
 		}
 		fmt.Fprintln(c.stdout, rc.ID)
-		if rc.Duplicate {
-			fmt.Fprintf(c.stderr, "job %s was submitted before (%s); not queued again\n", rc.ID, rc.State.Status)
-		}
 		return exitOK, nil
-	}
-	if rc.Duplicate && !f.json {
-		fmt.Fprintf(c.stderr, "job %s was submitted before; following it\n", rc.ID)
 	}
 	return c.follow(cl, rc.ID, f.json)
 }
