@@ -61,7 +61,7 @@ func formatEvent(ev jobs.Event) string {
 	case "tool.validation_failed":
 		what = fmt.Sprintf("%s: invalid arguments: %v", str("name"), get("errors"))
 	case "loop.outcome":
-		what = fmt.Sprintf("%s after %v rounds, %v prompt + %v completion tokens", str("stop_reason"), get("rounds"),
+		what = fmt.Sprintf("%s after %v tool rounds, %v prompt + %v completion tokens", str("stop_reason"), get("rounds"),
 			get("prompt_tokens"), get("completion_tokens"))
 		if e := str("error"); e != "" {
 			what += ": " + e
@@ -84,7 +84,7 @@ func writeTranscript(w io.Writer, t *jobs.Transcript) {
 	if !t.Reflected {
 		kind = "raw"
 	}
-	fmt.Fprintf(w, "# job %s (%s transcript): %s mode, %d rounds, %s, %d prompt + %d completion tokens\n\n",
+	fmt.Fprintf(w, "# job %s (%s transcript): %s mode, %d tool rounds, %s, %d prompt + %d completion tokens\n\n",
 		t.JobID, kind, t.Mode, t.Rounds, t.StopReason, t.Usage.PromptTokens, t.Usage.CompletionTokens)
 	for _, m := range t.Messages {
 		switch m.Role {

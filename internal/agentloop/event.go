@@ -4,21 +4,21 @@ import "context"
 
 // Event types, with the keys of their Data:
 //
-//	llm.request            attempt, message_count, tool_count, tool_def_tokens, mode
-//	llm.response           attempt, finish_reason, prompt_tokens, completion_tokens,
+//	llm.request            retry, message_count, tool_count, tool_def_tokens, mode
+//	llm.response           retry, finish_reason, prompt_tokens, completion_tokens,
 //	                       cached_prompt_tokens, tool_calls, content_bytes
 //	tool.call              call_id, name, arguments (the text the model wrote)
 //	tool.result            call_id, name, tool (real tool behind call_tool), duration_ms,
 //	                       size (bytes of the full output), error, truncated, output (full)
-//	tool.validation_failed attempt, call_id, name, tool, arguments, errors ([]string)
+//	tool.validation_failed retry, call_id, name, tool, arguments, errors ([]string)
 //	tool.schema_retry      retry, tools ([]string), tool_def_tokens
 //	tool.clash             name, server, winner
 //	checkpoint.failed      error
 //	loop.outcome           stop_reason, rounds, mode, prompt_tokens, completion_tokens,
 //	                       cached_prompt_tokens, tool_def_tokens, full_mode_tool_def_tokens, error
 //
-// attempt counts the requests of a round from 0 (retries and nudges are
-// attempts > 0). Round is the 1-based round; loop.outcome carries the
+// retry counts the requests of a round from 0 (schema retries and nudges
+// are retry > 0). Round is the 1-based round; loop.outcome carries the
 // number of completed rounds.
 const (
 	EventLLMRequest           = "llm.request"

@@ -348,7 +348,7 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 		fullToks = j.fullToks
 	}
 	j.emit(ctx, EventLLMRequest, round, map[string]any{
-		"attempt":         attempt,
+		"retry":           attempt,
 		"message_count":   len(msgs),
 		"tool_count":      len(tools),
 		"tool_def_tokens": toolToks,
@@ -362,7 +362,7 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 	}
 	j.usage.Usage.Add(resp.Usage)
 	j.emit(ctx, EventLLMResponse, round, map[string]any{
-		"attempt":              attempt,
+		"retry":                attempt,
 		"finish_reason":        resp.FinishReason,
 		"prompt_tokens":        resp.Usage.PromptTokens,
 		"completion_tokens":    resp.Usage.CompletionTokens,
@@ -427,7 +427,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			if len(calls[i].invalid) > 0 {
 				invalid = append(invalid, calls[i])
 				j.emit(ctx, EventToolValidationFailed, round, map[string]any{
-					"attempt":   attempt,
+					"retry":     attempt,
 					"call_id":   tc.ID,
 					"name":      tc.Function.Name,
 					"tool":      calls[i].target.tool.Name,
