@@ -107,6 +107,9 @@ func (s Settings) validate() error {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			return bad("JETAGENT_LISTEN", "%q is not host:port", c.Listen)
 		}
+		if err := s.validateEmbeddedAuth(); err != nil {
+			return err
+		}
 	}
 	if err := s.NATS.Validate(); err != nil {
 		return err
@@ -199,6 +202,39 @@ func (s Settings) validate() error {
 	return nil
 }
 
+// validateEmbeddedAuth checks the NATS_* variables as the embedded
+// server's own authentication (NATS_URL unset).
+func (s Settings) validateEmbeddedAuth() error {
+	n := s.NATS
+	switch {
+	case n.Creds != "":
+		return errors.New("invalid NATS_CREDS: set but NATS_URL is not; the embedded NATS server does not " +
+			"support operator (JWT) mode: use NATS_USER and NATS_PASSWORD or NATS_TOKEN with it, or run " +
+			"nats-server in operator mode yourself and point NATS_URL at it")
+	case n.CA != "" && n.Cert == "":
+		return errors.New("invalid NATS_CA: with NATS_URL unset it is the CA the embedded NATS verifies client " +
+			"certificates with, which needs NATS_CERT and NATS_KEY (the server's certificate)")
+	}
+	if !jobs.LoopbackListen(s.Listen) && s.embedded().Open() {
+		return fmt.Errorf("invalid JETAGENT_LISTEN=%s: not a loopback address, so the embedded NATS would "+
+			"accept anyone on the network: set NATS_USER and NATS_PASSWORD, or NATS_TOKEN (or NATS_CERT, "+
+			"NATS_KEY and NATS_CA for mutual TLS); clients (submit, nats) use the same variables; or listen "+
+			"on 127.0.0.1", s.Listen)
+	}
+	return nil
+}
+
+// embedded is the embedded server's configuration: the NATS_* variables
+// set how clients must authenticate.
+func (s Settings) embedded() jobs.EmbeddedConfig {
+	n := s.NATS
+	return jobs.EmbeddedConfig{
+		DataDir: s.DataDir, Listen: s.Listen,
+		User: n.User, Password: n.Password, Token: n.Token,
+		Cert: n.Cert, Key: n.Key, ClientCA: n.CA,
+	}
+}
+
 const usageTemplate = `{{range .}}{{usage_key .}}	{{with usage_default .}}{{.}}{{else}}-{{end}}	{{usage_description .}}
 {{end}}`
 
@@ -217,6 +253,14 @@ With NATS_URL unset the worker starts an embedded NATS server with
 JetStream (store in JETAGENT_DATA_DIR, clients on JETAGENT_LISTEN), so
 submit and the nats CLI work with no set-up. SIGINT/SIGTERM stop it
 gracefully; a second signal stops it at once.
+
+The embedded server asks clients for what the NATS_* variables say:
+NATS_USER and NATS_PASSWORD, or NATS_TOKEN; NATS_CERT and NATS_KEY are
+its TLS certificate, and with NATS_CA clients must present a certificate
+that CA signed. submit and the nats CLI connect with the same variables.
+A JETAGENT_LISTEN beyond loopback (e.g. 0.0.0.0:4222) is refused unless
+one of these authenticates clients. NATS_CREDS (operator/JWT mode) needs
+an external server (NATS_URL).
 
 Environment (variable, default, meaning):
 

@@ -90,13 +90,14 @@ func newLogger(c Config, w io.Writer) *slog.Logger {
 func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.Worker, *nats.Conn)) error {
 	var nc *nats.Conn
 	if s.NATS.URL == "" {
-		ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: s.DataDir, Listen: s.Listen})
+		ec := s.embedded()
+		ns, err := jobs.StartEmbedded(ec)
 		if err != nil {
 			return fmt.Errorf("embedded NATS (JETAGENT_DATA_DIR=%s, JETAGENT_LISTEN=%s): %w", s.DataDir, s.Listen, err)
 		}
 		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-		log.Info("embedded NATS started", "url", ns.ClientURL(), "data_dir", s.DataDir)
-		if nc, err = nats.Connect(ns.ClientURL(), nats.InProcessServer(ns), nats.Name("jetagent-worker")); err != nil {
+		log.Info("embedded NATS started", "url", ns.ClientURL(), "data_dir", s.DataDir, "auth", ec.AuthMode())
+		if nc, err = jobs.ConnectEmbedded(ns, ec, "jetagent-worker"); err != nil {
 			return err
 		}
 	} else {

@@ -1,14 +1,17 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // EmbeddedConfig configures the nats-server a worker runs when no external
@@ -24,6 +27,62 @@ type EmbeddedConfig struct {
 	MaxPayload int32
 	// ServerName names the server in monitoring (default "jetagent").
 	ServerName string
+
+	// User and Password, or Token, are what clients must present (the
+	// NATS_USER/NATS_PASSWORD/NATS_TOKEN they connect with). Empty: no
+	// authentication, allowed only on a loopback Listen address.
+	User, Password, Token string
+	// Cert and Key (PEM files) make the server require TLS of network
+	// clients; with ClientCA, clients must also present a certificate it
+	// signed (mutual TLS, which counts as authentication). In-process
+	// connections need no TLS.
+	Cert, Key, ClientCA string
+}
+
+// ErrOpenListen is returned by StartEmbedded for a listen address beyond
+// loopback without any client authentication.
+var ErrOpenListen = errors.New("embedded NATS would accept unauthenticated clients from the network")
+
+// Open reports whether clients need not prove who they are (no user,
+// token or client certificate verification).
+func (c EmbeddedConfig) Open() bool {
+	return c.User == "" && c.Token == "" && (c.Cert == "" || c.ClientCA == "")
+}
+
+// AuthMode names how clients authenticate, for logs.
+func (c EmbeddedConfig) AuthMode() string {
+	var m []string
+	switch {
+	case c.User != "":
+		m = append(m, "user/password")
+	case c.Token != "":
+		m = append(m, "token")
+	}
+	switch {
+	case c.Cert != "" && c.ClientCA != "":
+		m = append(m, "mutual TLS")
+	case c.Cert != "":
+		m = append(m, "TLS")
+	}
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(m, " + ")
+}
+
+// LoopbackListen reports whether a host:port listen address is reachable
+// from this machine only: "localhost" or a loopback IP. An empty host or a
+// name that is not localhost counts as reachable from the network.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // StartEmbedded starts a JetStream-enabled nats-server and waits until it
@@ -47,6 +106,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	if opts.MaxPayload == 0 {
 		opts.MaxPayload = 8 << 20
 	}
+	if err := cfg.applyAuth(opts); err != nil {
+		return nil, err
+	}
 	if cfg.Listen == "" {
 		opts.DontListen = true
 	} else {
@@ -57,6 +119,10 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		p, err := strconv.Atoi(port)
 		if err != nil || p < 0 || p > 65535 {
 			return nil, fmt.Errorf("%w: listen address %q: bad port", ErrConfig, cfg.Listen)
+		}
+		if !LoopbackListen(cfg.Listen) && cfg.Open() {
+			return nil, fmt.Errorf("%w: %s is not a loopback address; configure a user and password, a token "+
+				"or mutual TLS, or listen on 127.0.0.1", ErrOpenListen, cfg.Listen)
 		}
 		if p == 0 {
 			p = server.RANDOM_PORT
@@ -83,6 +149,33 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	}
 	go func() { s.WaitForShutdown(); unlock() }()
 	return s, nil
+}
+
+// applyAuth sets the server's client authentication and TLS.
+func (c EmbeddedConfig) applyAuth(opts *server.Options) error {
+	switch {
+	case c.Token != "" && (c.User != "" || c.Password != ""):
+		return fmt.Errorf("%w: embedded NATS: a token and a user/password are exclusive", ErrConfig)
+	case c.User == "" && c.Password != "":
+		return fmt.Errorf("%w: embedded NATS: a password needs a user", ErrConfig)
+	case (c.Cert == "") != (c.Key == ""):
+		return fmt.Errorf("%w: embedded NATS: a TLS certificate and key go together", ErrConfig)
+	case c.ClientCA != "" && c.Cert == "":
+		return fmt.Errorf("%w: embedded NATS: verifying client certificates needs the server's own certificate and key", ErrConfig)
+	}
+	opts.Username, opts.Password, opts.Authorization = c.User, c.Password, c.Token
+	if c.Cert == "" {
+		return nil
+	}
+	tc, err := server.GenTLSConfig(&server.TLSConfigOpts{
+		CertFile: c.Cert, KeyFile: c.Key, CaFile: c.ClientCA, Verify: c.ClientCA != "",
+	})
+	if err != nil {
+		return fmt.Errorf("%w: embedded NATS TLS: %v", ErrConfig, err)
+	}
+	opts.TLSConfig, opts.TLS, opts.TLSVerify = tc, true, c.ClientCA != ""
+	opts.TLSTimeout = 5 // seconds, as nats-server's configuration file would default it
+	return nil
 }
 
 // checkListen fails at once, saying why, when addr cannot be listened on:
@@ -124,4 +217,23 @@ func lockDataDir(dir string) (unlock func(), err error) {
 			"give each worker its own JETAGENT_DATA_DIR, or start more workers with NATS_URL pointing at the first", dir, err)
 	}
 	return func() { _ = f.Close() }, nil // closing releases the lock
+}
+
+// ConnectEmbedded opens an in-process connection to s, a server started
+// with cfg, presenting cfg's user or token. In-process connections skip
+// TLS, so the scheme is nats:// even when s.ClientURL says tls://.
+func ConnectEmbedded(s *server.Server, cfg EmbeddedConfig, name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.InProcessServer(s)}
+	if cfg.User != "" {
+		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	}
+	if cfg.Token != "" {
+		opts = append(opts, nats.Token(cfg.Token))
+	}
+	url := strings.Replace(s.ClientURL(), "tls://", "nats://", 1)
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the embedded NATS in process: %w", err)
+	}
+	return nc, nil
 }

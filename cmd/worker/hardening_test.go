@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+)
+
+// TestEmbeddedAuthConfig: in embedded mode the NATS_* authentication
+// variables configure the embedded server, an address beyond loopback
+// without them is refused, and NATS_CREDS (operator mode) is refused
+// rather than ignored.
+func TestEmbeddedAuthConfig(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	tests := []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"JETAGENT_LISTEN": "0.0.0.0:4222"},
+			[]string{"JETAGENT_LISTEN=0.0.0.0:4222", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CA"}},
+		{map[string]string{"JETAGENT_LISTEN": ":4222"}, []string{"JETAGENT_LISTEN=:4222", "not a loopback"}},
+		{map[string]string{"NATS_CREDS": "/etc/user.creds"}, []string{"NATS_CREDS", "NATS_URL", "operator"}},
+		{map[string]string{"NATS_CA": "/etc/ca.pem"}, []string{"NATS_CA", "NATS_CERT", "NATS_KEY"}},
+		// TLS alone encrypts but lets anyone in.
+		{map[string]string{"JETAGENT_LISTEN": "0.0.0.0:4222", "NATS_CERT": "/c.pem", "NATS_KEY": "/k.pem"},
+			[]string{"JETAGENT_LISTEN=0.0.0.0:4222"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.want, ","), func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", "sk-test")
+			t.Setenv("JETAGENT_DATA_DIR", t.TempDir())
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			// loadSettings, not run: a worker that wrongly accepted the
+			// settings would serve until killed, on a real port.
+			_, err := loadSettings()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to name %q", err, w)
+				}
+			}
+		})
+	}
+
+	t.Run("user and password reach the embedded server", func(t *testing.T) {
+		url := serveEmbedded(t, map[string]string{"NATS_USER": "agent", "NATS_PASSWORD": "s3cret"})
+		if nc, err := (jobs.NATSConfig{URL: url}).Connect("anonymous"); err == nil {
+			nc.Close()
+			t.Fatal("an anonymous client connected to the embedded server")
+		} else if !strings.Contains(err.Error(), "Authorization Violation") {
+			t.Fatalf("anonymous: %v", err)
+		}
+		// submit reads the same variables.
+		nc, err := (jobs.NATSConfig{URL: url, User: "agent", Password: "s3cret"}).Connect("submit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		ctx := testContext(t)
+		c, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := c.Submit(ctx, &jobs.Job{Task: "wave"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Wait(ctx, rc.ID)
+		if err != nil || st.Status != jobs.StatusSucceeded {
+			t.Fatalf("job over the authenticated connection: %+v, %v", st, err)
+		}
+	})
+}
+
+// serveEmbedded runs the worker's serve on an embedded NATS at a random
+// local port, configured by env plus a scripted model, until the test
+// ends; it returns the embedded server's client URL.
+func serveEmbedded(t *testing.T, env map[string]string) string {
+	t.Helper()
+	model := llmtest.NewServer(t)
+	model.Handle(scriptedModel)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", model.URL())
+	t.Setenv("JETAGENT_DATA_DIR", filepath.Join(t.TempDir(), "nats"))
+	t.Setenv("JETAGENT_LISTEN", "127.0.0.1:0")
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	s, err := loadSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, s, slog.New(slog.NewTextHandler(io.Discard, nil)), func(_ *jobs.Worker, nc *nats.Conn) {
+			urls <- nc.ConnectedUrl()
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	select {
+	case url := <-urls:
+		return url
+	case err := <-done:
+		done <- err
+		t.Fatalf("worker stopped: %v", err)
+	case <-time.After(waitTimeout):
+		t.Fatal("worker not ready")
+	}
+	return ""
+}
