@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,7 +42,7 @@ type Config struct {
 	RetryDelayMax   time.Duration   `split_words:"true" default:"1m" desc:"longest retry delay"`
 	ShutdownGrace   time.Duration   `split_words:"true" default:"30s" desc:"on SIGINT/SIGTERM, how long running jobs may finish before they are handed back"`
 	JobTimeout      time.Duration   `split_words:"true" default:"10m" desc:"timeout of a job that sets none"`
-	MaxJobBytes     int             `split_words:"true" default:"1048576" desc:"largest job payload accepted; larger ones are dead-lettered"`
+	MaxJobBytes     int             `split_words:"true" default:"1048576" desc:"largest job payload accepted; larger ones are dead-lettered. Must fit the NATS server's max_payload less 4096 bytes for headers (unset: lowered to fit)"`
 	DuplicateWindow time.Duration   `split_words:"true" default:"1h" desc:"a job id submitted again within this window is queued once"`
 	EventsMaxAge    time.Duration   `split_words:"true" default:"24h" desc:"how long job events are kept"`
 	DLQMaxAge       time.Duration   `split_words:"true" default:"0" desc:"how long dead letters are kept (0: until purged)"`
@@ -74,6 +75,10 @@ type Settings struct {
 	Config
 	NATS   jobs.NATSConfig
 	OpenAI OpenAIConfig
+
+	// maxJobBytesSet says JETAGENT_MAX_JOB_BYTES was set, not defaulted:
+	// a value the server cannot carry is then an error, not lowered.
+	maxJobBytesSet bool
 }
 
 // loadSettings reads and validates the environment. Errors name the
@@ -92,6 +97,7 @@ func loadSettings() (Settings, error) {
 			return s, err
 		}
 	}
+	_, s.maxJobBytesSet = os.LookupEnv(envPrefix + "_MAX_JOB_BYTES")
 	return s, s.validate()
 }
 

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,4 +130,84 @@ func serveEmbedded(t *testing.T, env map[string]string) string {
 		t.Fatal("worker not ready")
 	}
 	return ""
+}
+
+// TestMaxJobBytesAgainstMaxPayload: a JETAGENT_MAX_JOB_BYTES the server
+// cannot carry stops the worker at start, naming the variable and the
+// server's limit; the default is lowered to fit, with a warning, so a
+// stock nats-server (max_payload 1 MiB) works without settings.
+func TestMaxJobBytesAgainstMaxPayload(t *testing.T) {
+	ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0", MaxPayload: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	model := llmtest.NewServer(t)
+	model.Handle(scriptedModel)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", model.URL())
+	t.Setenv("NATS_URL", ns.ClientURL())
+
+	t.Run("explicit", func(t *testing.T) {
+		t.Setenv("JETAGENT_MAX_JOB_BYTES", "1048576")
+		s, err := loadSettings()
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = serve(testContext(t), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		if err == nil {
+			t.Fatal("started")
+		}
+		for _, want := range []string{"JETAGENT_MAX_JOB_BYTES=1048576", "65536", "max_payload"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q lacks %q", err, want)
+			}
+		}
+	})
+	t.Run("default", func(t *testing.T) {
+		s, err := loadSettings()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs lockedBuffer
+		ctx, cancel := context.WithCancel(testContext(t))
+		ready := make(chan *jobs.Worker, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- serve(ctx, s, slog.New(slog.NewTextHandler(&logs, nil)), func(w *jobs.Worker, _ *nats.Conn) { ready <- w })
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("worker stopped: %v", err)
+		case <-ctx.Done():
+			t.Fatal("worker not ready")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("max_job_bytes=%d", 64<<10-jobs.JobHeaderRoom)
+		if !strings.Contains(logs.String(), "JETAGENT_MAX_JOB_BYTES lowered") || !strings.Contains(logs.String(), want) {
+			t.Errorf("no warning with %s in:\n%s", want, logs.String())
+		}
+	})
+}
+
+// lockedBuffer is a bytes.Buffer a logger may write while a test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

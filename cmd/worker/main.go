@@ -108,6 +108,9 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		log.Info("connected to NATS", "url", nc.ConnectedUrlRedacted())
 	}
 	defer nc.Close()
+	if err := fitMaxJobBytes(&s, nc, log); err != nil {
+		return err
+	}
 
 	var pool *toolcache.Pool
 	var known func(string) bool
@@ -182,6 +185,27 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	}
 	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", s.OpenAI.BaseURL)
 	return w.Run(ctx)
+}
+
+// fitMaxJobBytes checks JETAGENT_MAX_JOB_BYTES against the server's
+// max_payload: jobs over it could never be published. A value set that way
+// is an error, as any invalid setting; the default is lowered with a
+// warning, because it equals a stock nats-server's max_payload (1 MiB)
+// and must work there without settings.
+func fitMaxJobBytes(s *Settings, nc *nats.Conn, log *slog.Logger) error {
+	most := jobs.MaxJobBytesFor(nc)
+	if s.MaxJobBytes <= most {
+		return nil
+	}
+	if s.maxJobBytesSet || most < 1024 {
+		return fmt.Errorf("invalid JETAGENT_MAX_JOB_BYTES=%d: the NATS server's max_payload is %d bytes, so jobs over %d "+
+			"bytes (%d kept for headers) could not be published; lower JETAGENT_MAX_JOB_BYTES or raise the server's max_payload",
+			s.MaxJobBytes, nc.MaxPayload(), most, jobs.JobHeaderRoom)
+	}
+	log.Warn("JETAGENT_MAX_JOB_BYTES lowered to fit the NATS server's max_payload",
+		"default", s.MaxJobBytes, "max_payload", nc.MaxPayload(), "max_job_bytes", most)
+	s.MaxJobBytes = most
+	return nil
 }
 
 func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {

@@ -27,7 +27,8 @@ type ClientConfig struct {
 	// Prefix of the wire contract ("" means DefaultPrefix).
 	Prefix string
 	// MaxJobBytes is the size limit checked before publishing (should
-	// match the workers'; default DefaultMaxJobBytes).
+	// match the workers'; default DefaultMaxJobBytes; lowered to
+	// MaxJobBytesFor the connection).
 	MaxJobBytes int
 }
 
@@ -37,7 +38,16 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	v, err := NewValidator(cfg.MaxJobBytes)
+	// Lowered to what the server carries, so a job over it is refused here
+	// with the limit named rather than by the server's max_payload check.
+	limit := cfg.MaxJobBytes
+	if limit <= 0 {
+		limit = DefaultMaxJobBytes
+	}
+	if most := MaxJobBytesFor(nc); most > 0 {
+		limit = min(limit, most)
+	}
+	v, err := NewValidator(limit)
 	if err != nil {
 		return nil, err
 	}

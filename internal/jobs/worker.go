@@ -67,7 +67,9 @@ type Config struct {
 	// FetchWait is how long one pull request waits for a job; it bounds how
 	// long shutdown waits for the fetch loops.
 	FetchWait time.Duration
-	// MaxJobBytes is the job size limit (default DefaultMaxJobBytes).
+	// MaxJobBytes is the job size limit (default DefaultMaxJobBytes, lowered
+	// to MaxJobBytesFor(Conn) when the server carries less). A limit above
+	// MaxJobBytesFor(Conn) is refused (ErrMaxPayload).
 	MaxJobBytes int
 	// KnownServer reports whether an MCP server name is configured; a job
 	// naming another is dead-lettered. Nil: no servers are configured.
@@ -158,6 +160,9 @@ func NewWorker(cfg Config) (*Worker, error) {
 	}
 	if cfg.Heartbeat <= 0 || cfg.Heartbeat >= shortest {
 		return nil, fmt.Errorf("%w: heartbeat %s must be positive and below the ack wait %s", ErrConfig, cfg.Heartbeat, shortest)
+	}
+	if cfg.MaxJobBytes, err = fitJobLimit(cfg.Conn, cfg.MaxJobBytes); err != nil {
+		return nil, err
 	}
 	v, err := NewValidator(cfg.MaxJobBytes)
 	if err != nil {
@@ -344,7 +349,7 @@ func oneLine(s string) string {
 
 // reject dead-letters a job refused at the door.
 func (w *Worker) reject(d delivery, cause error) {
-	reason := oneLine(cause.Error())
+	reason := cutReason(oneLine(cause.Error()))
 	w.log.Warn("job rejected", "job", d.id, "queue", d.queue, "reason", reason)
 	ctx, cancel := opContext()
 	defer cancel()
@@ -393,6 +398,9 @@ func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq ui
 func (w *Worker) deadLetter(ctx context.Context, queue, id string, seq uint64, data []byte, h nats.Header, reason string) error {
 	m := nats.NewMsg(w.names.DLQSubject(queue))
 	m.Data = data
+	if len(data)+headerBytes(h)+JobHeaderRoom/2 > int(w.cfg.Conn.MaxPayload()) {
+		h = nil // the job itself matters more than its publisher's headers
+	}
 	for k, vs := range h {
 		if k == nats.MsgIdHdr {
 			k = "Jetagent-Original-Msg-Id"
@@ -411,6 +419,17 @@ func (w *Worker) deadLetter(ctx context.Context, queue, id string, seq uint64, d
 		return fmt.Errorf("dead-letter %s: %w", id, err)
 	}
 	return nil
+}
+
+// headerBytes is about what h takes on the wire.
+func headerBytes(h nats.Header) int {
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }
 
 // Claim outcomes that stop a delivery before it runs.
@@ -691,7 +710,7 @@ func (w *Worker) handBack(d delivery, eventType, why string, delay time.Duration
 func (w *Worker) exhausted(d delivery, runErr error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	reason := oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.cfg.Topology.MaxDeliver, runErr))
+	reason := cutReason(oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.cfg.Topology.MaxDeliver, runErr)))
 	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
 		w.log.Error("dead-letter copy failed; handing the job back", "job", d.id, "err", err)
 		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
