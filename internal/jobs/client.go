@@ -305,3 +305,21 @@ func (c *Client) QueueServed(ctx context.Context, queue string) (bool, error) {
 		return false, fmt.Errorf("consumer of queue %s: %w", queue, err)
 	}
 }
+
+// EventData is ev's data in full: for an event too large for NATS, which
+// carries a preview and a data_ref (see DataRef), the data read back from
+// the transcript store; otherwise ev.Data as it is.
+func (c *Client) EventData(ctx context.Context, ev Event) (json.RawMessage, error) {
+	ref, ok := EventDataRef(ev)
+	if !ok {
+		return ev.Data, nil
+	}
+	if ref.Bucket != c.names.TranscriptBucket() {
+		return nil, fmt.Errorf("event %s of %s: data in bucket %s, not %s", ev.Type, ev.JobID, ref.Bucket, c.names.TranscriptBucket())
+	}
+	b, err := c.topo.Transcripts.GetBytes(ctx, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("event %s of %s: data %s: %w", ev.Type, ev.JobID, ref.Name, err)
+	}
+	return b, nil
+}

@@ -40,7 +40,9 @@ type RunEnv interface {
 	WorkerID() string
 	// Emit publishes an event on agent.events.<job_id>.<type> with
 	// Nats-Msg-Id <job_id>.<attempt>.<seq>. data is marshalled as JSON (nil
-	// omits it); round 0 means "not in a round". Emit is safe for
+	// omits it); round 0 means "not in a round". Data too large for the
+	// server is stored in the transcript bucket and the event carries a
+	// preview with a reference to it (Client.EventData reads it back). Emit is safe for
 	// concurrent use and keeps events in call order. It publishes even
 	// after ctx is cancelled, so a cancelled job's last events are not lost.
 	Emit(ctx context.Context, typ string, round int, data any) error
@@ -90,10 +92,22 @@ func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) erro
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.seq++
-	return e.w.publishEvent(ctx, Event{
+	ev := Event{
 		JobID: e.jobID, Type: typ, Attempt: e.attempt, Seq: e.seq, Round: round,
 		Worker: e.w.cfg.WorkerID, Data: raw,
-	})
+	}
+	// Too large for NATS (a tool's full output): store the data, publish a
+	// preview that points at it (see bigevent.go).
+	if budget := e.w.eventDataBudget(); len(raw) > budget {
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+		reduced, err := e.w.offloadEventData(octx, ev, budget)
+		cancel()
+		if err != nil {
+			return err
+		}
+		ev.Data = reduced
+	}
+	return e.w.publishEvent(ctx, ev)
 }
 
 func (e *runEnv) LoadCheckpoint(ctx context.Context) ([]byte, error) {
@@ -108,7 +122,7 @@ func (e *runEnv) LoadCheckpoint(ctx context.Context) ([]byte, error) {
 }
 
 func (e *runEnv) SaveCheckpoint(ctx context.Context, data []byte) error {
-	if _, err := e.w.topo.Transcripts.PutBytes(ctx, CheckpointName(e.jobID), data); err != nil {
+	if err := e.w.putObject(ctx, CheckpointName(e.jobID), data); err != nil {
 		return fmt.Errorf("save checkpoint of %s: %w", e.jobID, err)
 	}
 	return nil

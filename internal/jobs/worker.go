@@ -669,11 +669,10 @@ func (w *Worker) storeTranscripts(ctx context.Context, d delivery, out *Outcome,
 	if err != nil {
 		return err
 	}
-	if _, err := w.topo.Transcripts.PutBytes(ctx, RawTranscriptName(d.id), raw); err != nil {
+	if err := w.putObject(ctx, RawTranscriptName(d.id), raw); err != nil {
 		return err
 	}
-	_, err = w.topo.Transcripts.PutBytes(ctx, TranscriptName(d.id), refl)
-	return err
+	return w.putObject(ctx, TranscriptName(d.id), refl)
 }
 
 // handBack returns a running job to the queue (state queued) after delay.
