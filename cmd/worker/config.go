@@ -221,6 +221,14 @@ func (s Settings) validateEmbeddedAuth() error {
 		return errors.New("invalid NATS_CA: with NATS_URL unset it is the CA the embedded NATS verifies client " +
 			"certificates with, which needs NATS_CERT and NATS_KEY (the server's certificate)")
 	}
+	for _, f := range []struct{ variable, path string }{{"NATS_CERT", n.Cert}, {"NATS_KEY", n.Key}, {"NATS_CA", n.CA}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.ReadFile(f.path); err != nil {
+			return fmt.Errorf("invalid %s (the embedded NATS server's TLS): %w", f.variable, err)
+		}
+	}
 	if !jobs.LoopbackListen(s.Listen) && s.embedded().Open() {
 		return fmt.Errorf("invalid JETAGENT_LISTEN=%s: not a loopback address, so the embedded NATS would "+
 			"accept anyone on the network: set NATS_USER and NATS_PASSWORD, or NATS_TOKEN (or NATS_CERT, "+

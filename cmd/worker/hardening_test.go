@@ -34,8 +34,10 @@ func TestEmbeddedAuthConfig(t *testing.T) {
 		{map[string]string{"NATS_CREDS": "/etc/user.creds"}, []string{"NATS_CREDS", "NATS_URL", "operator"}},
 		{map[string]string{"NATS_CA": "/etc/ca.pem"}, []string{"NATS_CA", "NATS_CERT", "NATS_KEY"}},
 		// TLS alone encrypts but lets anyone in.
-		{map[string]string{"JETAGENT_LISTEN": "0.0.0.0:4222", "NATS_CERT": "/c.pem", "NATS_KEY": "/k.pem"},
+		{map[string]string{"JETAGENT_LISTEN": "0.0.0.0:4222", "NATS_CERT": "hardening_test.go", "NATS_KEY": "hardening_test.go"},
 			[]string{"JETAGENT_LISTEN=0.0.0.0:4222"}},
+		{map[string]string{"NATS_CERT": "/missing/c.pem", "NATS_KEY": "hardening_test.go"},
+			[]string{"invalid NATS_CERT", "/missing/c.pem"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.want, ","), func(t *testing.T) {
