@@ -48,7 +48,7 @@ type Config struct {
 	DLQMaxAge       time.Duration   `split_words:"true" default:"0" desc:"how long dead letters are kept (0: until purged)"`
 
 	MCPConfig         string        `split_words:"true" desc:"path of the MCP servers file ({\"mcpServers\": {...}}); jobs name these servers (empty: no MCP servers)"`
-	ToolMode          string        `split_words:"true" default:"auto" desc:"tool mode of jobs that set none: auto, full, deferred, search or code"`
+	ToolMode          string        `split_words:"true" default:"auto" desc:"tool mode of jobs that set none: auto, full, deferred or search"`
 	MaxRounds         int           `split_words:"true" default:"10" desc:"LLM rounds of a job that sets no max_rounds"`
 	MaxRoundsCap      int           `split_words:"true" default:"50" desc:"upper bound of any job's max_rounds"`
 	DeferredAbove     int           `split_words:"true" default:"3000" desc:"auto mode: defer tool schemas when the full definitions exceed this many tokens"`
@@ -164,7 +164,10 @@ func (s Settings) validate() error {
 	case c.DLQMaxAge < 0:
 		return bad("JETAGENT_DLQ_MAX_AGE", "must not be negative")
 	case !agentloop.Mode(c.ToolMode).Valid():
-		return bad("JETAGENT_TOOL_MODE", "%q is not auto, full, deferred, search or code", c.ToolMode)
+		return bad("JETAGENT_TOOL_MODE", "%q is not auto, full, deferred or search", c.ToolMode)
+	case agentloop.Mode(c.ToolMode) == agentloop.ModeCode:
+		// Every job that sets no mode would fail: refuse now instead.
+		return bad("JETAGENT_TOOL_MODE", "code mode is not available yet; use auto, full, deferred or search")
 	case c.MaxRounds < 1:
 		return bad("JETAGENT_MAX_ROUNDS", "must be at least 1")
 	case c.MaxRoundsCap < c.MaxRounds:

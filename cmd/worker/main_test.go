@@ -119,6 +119,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_HEARTBEAT": "1m"}, "invalid JETAGENT_HEARTBEAT"},
 		{map[string]string{"JETAGENT_QUEUES": "a.b"}, `invalid JETAGENT_QUEUES: "a.b"`},
 		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
+		{map[string]string{"JETAGENT_TOOL_MODE": "code"}, "invalid JETAGENT_TOOL_MODE: code mode is not available yet"},
 		{map[string]string{"JETAGENT_LISTEN": "4222"}, "invalid JETAGENT_LISTEN"},
 		{map[string]string{"NATS_URL": "nats://x:4222", "NATS_PASSWORD": "p"}, "NATS_PASSWORD is set but NATS_USER is not"},
 		{map[string]string{"OPENAI_BASE_URL": "localhost:8080"}, "invalid OPENAI_BASE_URL"},
