@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -89,27 +86,9 @@ func startClientWorker(t *testing.T, model func(llmtest.RecordedRequest) llmtest
 	if err != nil {
 		t.Fatal(err)
 	}
+	startServe(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, s, slog.New(slog.NewTextHandler(io.Discard, nil)), func(*jobs.Worker, *nats.Conn) { close(ready) })
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("worker stopped: %v", err)
-	case <-time.After(waitTimeout):
-		cancel()
-		t.Fatal("worker not ready")
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	})
+	t.Cleanup(cancel)
 	if h.nc, err = nats.Connect(h.natsURL); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -108,30 +107,8 @@ func serveEmbedded(t *testing.T, env map[string]string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	urls := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, s, slog.New(slog.NewTextHandler(io.Discard, nil)), func(_ *jobs.Worker, nc *nats.Conn) {
-			urls <- nc.ConnectedUrl()
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	})
-	select {
-	case url := <-urls:
-		return url
-	case err := <-done:
-		done <- err
-		t.Fatalf("worker stopped: %v", err)
-	case <-time.After(waitTimeout):
-		t.Fatal("worker not ready")
-	}
-	return ""
+	_, nc := startServe(t, s)
+	return nc.ConnectedUrl()
 }
 
 // TestMaxJobBytesAgainstMaxPayload: a JETAGENT_MAX_JOB_BYTES the server

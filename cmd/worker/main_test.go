@@ -206,36 +206,49 @@ func startWorker(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{model: model}
-	ready := make(chan struct{})
+	h.worker, h.nc = startServe(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.client, err = jobs.NewClient(ctx, h.nc, jobs.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// startServe runs the worker's serve with settings s until the test ends,
+// and returns the worker and its NATS connection once it takes jobs.
+func startServe(t *testing.T, s Settings) (*jobs.Worker, *nats.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	type up struct {
+		w  *jobs.Worker
+		nc *nats.Conn
+	}
+	ready := make(chan up, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, s, slog.New(slog.NewTextHandler(io.Discard, nil)), func(w *jobs.Worker, nc *nats.Conn) {
-			h.worker, h.nc = w, nc
-			close(ready)
+			ready <- up{w, nc}
 		})
 	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("worker stopped: %v", err)
-	case <-time.After(waitTimeout):
-		cancel()
-		t.Fatal("worker not ready")
-	}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("worker: %v", err)
 		}
 	})
-	h.client, err = jobs.NewClient(ctx, h.nc, jobs.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
+	select {
+	case u := <-ready:
+		return u.w, u.nc
+	case err := <-done:
+		done <- err // for the cleanup
+		t.Fatalf("worker stopped: %v", err)
+	case <-time.After(waitTimeout):
+		t.Fatal("worker not ready")
 	}
-	return h
+	return nil, nil
 }
 
 func testContext(t *testing.T) context.Context {
