@@ -124,6 +124,11 @@ type Result struct {
 	DurationMS int64             `json:"duration_ms,omitempty"`
 	Transcript string            `json:"transcript,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
+	// AnswerRef and ErrorRef, when set, say Answer and Error are previews:
+	// the full text was too large for the state and is stored in the
+	// transcript bucket (see AnswerName; Client.FullResult reads it back).
+	AnswerRef *DataRef `json:"answer_ref,omitempty"`
+	ErrorRef  *DataRef `json:"error_ref,omitempty"`
 }
 
 // Event is one step of a job, published on agent.events.<job_id>.<type>

@@ -618,18 +618,37 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			w.log.Warn("checkpoint delete failed", "job", d.id, "err", err)
 		}
 	}
-	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
-		if d.claimed {
-			if err := w.owned(d, cur); err != nil {
-				return nil, err
+	write := func() error {
+		_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+			if d.claimed {
+				if err := w.owned(d, cur); err != nil {
+					return nil, err
+				}
+			} else if cur == nil || cur.Status.Terminal() {
+				return nil, fmt.Errorf("%w: job %s has no state to cancel or is final", ErrConflict, d.id)
 			}
-		} else if cur == nil || cur.Status.Terminal() {
-			return nil, fmt.Errorf("%w: job %s has no state to cancel or is final", ErrConflict, d.id)
+			cur.Status, cur.Error, cur.Result, cur.FinishedAt = status, res.Error, res, finished.UTC()
+			cur.Attempt, cur.Worker = d.attempt, w.cfg.WorkerID
+			if b, err := json.Marshal(cur); err == nil && len(b) > w.stateBudget() && res.AnswerRef == nil && res.ErrorRef == nil {
+				return nil, errStateTooLarge
+			}
+			return cur, nil
+		})
+		return err
+	}
+	err := write()
+	if errors.Is(err, errStateTooLarge) {
+		// A long answer or error: store it beside the transcript and keep
+		// a preview with a reference, or the state could never be written.
+		if oerr := w.offloadResult(ctx, res); oerr != nil {
+			w.log.Error("result store failed; handing the job back", "job", d.id, "err", oerr)
+			_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+			w.cfg.Metrics.attemptEnded(d.queue, "lost", finished.Sub(d.started))
+			return
 		}
-		cur.Status, cur.Error, cur.Result, cur.FinishedAt = status, errText, res, finished.UTC()
-		cur.Attempt, cur.Worker = d.attempt, w.cfg.WorkerID
-		return cur, nil
-	})
+		errText = res.Error
+		err = write()
+	}
 	if err != nil {
 		// Someone else holds the job now: leave the delivery to them.
 		w.log.Warn("job settled elsewhere; leaving it", "job", d.id, "status", status, "err", err)
