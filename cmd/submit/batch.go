@@ -198,6 +198,11 @@ func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) *jobs.Result {
 	}
 	st, err := cl.Wait(c.ctx, rc.ID)
 	if err == nil {
+		// An answer too large for the state is read back in full; should
+		// that fail, the preview and its reference are the result.
+		if res, err := cl.FullResult(c.ctx, resultOf(st)); err == nil {
+			return res
+		}
 		return resultOf(st)
 	}
 	if c.ctx.Err() == nil {

@@ -51,6 +51,9 @@ func (c *cli) status(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if st, err = cl.FullState(c.ctx, st); err != nil { // an answer too large for the state
+		return 0, err
+	}
 	if asJSON {
 		return exitOK, writeJSON(c.stdout, st)
 	}

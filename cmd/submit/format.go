@@ -75,7 +75,21 @@ func formatEvent(ev jobs.Event) string {
 	default:
 		what = oneLine(string(ev.Data), 200)
 	}
+	if ref, ok := jobs.EventDataRef(ev); ok {
+		what += truncatedMark(ref)
+	} else if jobs.TerminalEvent(ev.Type) {
+		var res jobs.Result
+		if json.Unmarshal(ev.Data, &res) == nil && res.ErrorRef != nil && ev.Type != jobs.EventSucceeded {
+			what += truncatedMark(*res.ErrorRef)
+		}
+	}
 	return fmt.Sprintf("%s  %-16s %s%s", ev.Time.Local().Format("15:04:05"), ev.Type, round, what)
+}
+
+// truncatedMark says that a line shows only the start of something stored
+// in full elsewhere (submit --json prints it whole).
+func truncatedMark(ref jobs.DataRef) string {
+	return fmt.Sprintf(" … (truncated; %d bytes in %s/%s)", ref.Bytes, ref.Bucket, ref.Name)
 }
 
 // writeTranscript renders a transcript for reading.

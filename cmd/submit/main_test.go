@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,11 @@ func (r *echoRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*
 	switch verb {
 	case "fail":
 		return nil, errors.New(arg)
+	case "big": // more than a 32 KiB max_payload carries
+		_ = env.Emit(ctx, "tool.result", 1, map[string]any{"name": "cat", "output": bigOutput, "duration_ms": 1})
+		return &jobs.Outcome{Answer: bigAnswer, Rounds: 1, StopReason: "final_answer"}, nil
+	case "bigfail":
+		return nil, errors.New(bigError)
 	case "block":
 		_ = env.Emit(ctx, "blocking", 0, nil)
 		<-ctx.Done()
@@ -51,6 +57,13 @@ func (r *echoRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*
 		{Role: llm.RoleUser, Content: job.Task}, {Role: llm.RoleAssistant, Content: arg},
 	}}, nil
 }
+
+// What echoRunner's "big" and "bigfail" produce.
+var (
+	bigOutput = strings.Repeat("sortie ", 10<<10)
+	bigAnswer = strings.Repeat("réponse ", 10<<10) + "fin"
+	bigError  = strings.Repeat("échec ", 10<<10) + "fin"
+)
 
 func (r *echoRunner) count(id string) int {
 	r.mu.Lock()
@@ -78,7 +91,14 @@ func submitCmd(t *testing.T, stdin string, args ...string) result {
 // command's environment at it, as a user's NATS_URL would.
 func startWorker(t *testing.T) (*nats.Conn, *echoRunner) {
 	t.Helper()
-	s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	return startWorkerMax(t, 0)
+}
+
+// startWorkerMax is startWorker on a server with the given max_payload
+// (0: the default).
+func startWorkerMax(t *testing.T, maxPayload int32) (*nats.Conn, *echoRunner) {
+	t.Helper()
+	s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0", MaxPayload: maxPayload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,6 +306,103 @@ func TestSubmitCLI(t *testing.T) {
 		}
 		if res := submitCmd(t, "", "status"); res.code != 2 {
 			t.Errorf("%+v", res)
+		}
+	})
+}
+
+// TestSubmitCLIOversized: on a server with a small max_payload, an event
+// published reduced is marked in the human output and printed whole with
+// --json; an answer or error too large for the job's state is printed whole
+// by follow, status and their --json forms.
+func TestSubmitCLIOversized(t *testing.T) {
+	startWorkerMax(t, 32<<10)
+	v, _ := jobs.NewValidator(0)
+
+	t.Run("follow", func(t *testing.T) {
+		res := submitCmd(t, "", "--id", "big-1", "big")
+		if res.code != 0 || res.stdout != bigAnswer+"\n" {
+			t.Fatalf("exit %d, stdout %d bytes, stderr:\n%.2000s", res.code, len(res.stdout), res.stderr)
+		}
+		var line string
+		for _, l := range strings.Split(res.stderr, "\n") {
+			if strings.Contains(l, "tool.result") {
+				line = l
+			}
+		}
+		outJSON, _ := json.Marshal(map[string]any{"duration_ms": 1, "name": "cat", "output": bigOutput})
+		want := fmt.Sprintf("… (truncated; %d bytes in AGENT_TRANSCRIPTS/big-1.event.1.2)", len(outJSON))
+		if !strings.HasSuffix(line, want) || !strings.Contains(line, "cat → sortie sortie") || len(line) > 400 {
+			t.Errorf("tool.result line %q, want it to end %q", line, want)
+		}
+	})
+
+	t.Run("follow --json", func(t *testing.T) {
+		res := submitCmd(t, "", "--json", "--id", "big-2", "big")
+		if res.code != 0 {
+			t.Fatalf("%d %s", res.code, res.stderr)
+		}
+		var sawOutput, sawAnswer bool
+		for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
+			var line struct {
+				Event  *jobs.Event
+				Result json.RawMessage
+			}
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case line.Event != nil && line.Event.Type == "tool.result":
+				var d map[string]any
+				_ = json.Unmarshal(line.Event.Data, &d)
+				sawOutput = d["output"] == bigOutput && d["truncated"] == nil
+			case line.Event != nil && line.Event.Type == "succeeded":
+				var r jobs.Result
+				_ = json.Unmarshal(line.Event.Data, &r)
+				sawAnswer = r.Answer == bigAnswer && r.AnswerRef == nil
+			case line.Result != nil:
+				if err := v.Validate(schemas.Result, line.Result); err != nil {
+					t.Errorf("result: %v", err)
+				}
+				var r jobs.Result
+				_ = json.Unmarshal(line.Result, &r)
+				if r.Answer != bigAnswer {
+					t.Errorf("result answer of %d bytes", len(r.Answer))
+				}
+			}
+		}
+		if !sawOutput || !sawAnswer {
+			t.Errorf("full tool output %v, full answer in the terminal event %v", sawOutput, sawAnswer)
+		}
+	})
+
+	t.Run("status", func(t *testing.T) {
+		st := submitCmd(t, "", "status", "big-1")
+		if st.code != 0 || !strings.Contains(st.stdout, "réponse réponse") {
+			t.Errorf("status %+v", st)
+		}
+		st = submitCmd(t, "", "status", "--json", "big-1")
+		if err := v.Validate(schemas.State, []byte(st.stdout)); err != nil {
+			t.Errorf("status --json: %v", err)
+		}
+		var s jobs.State
+		if err := json.Unmarshal([]byte(st.stdout), &s); err != nil || s.Result == nil || s.Result.Answer != bigAnswer {
+			t.Errorf("status --json: %v", err)
+		}
+	})
+
+	t.Run("error", func(t *testing.T) {
+		res := submitCmd(t, "", "--id", "big-3", "bigfail")
+		if res.code != 1 || !strings.Contains(res.stderr, "job big-3 failed: "+bigError+"\n") {
+			t.Fatalf("exit %d, stderr %d bytes", res.code, len(res.stderr))
+		}
+		want := fmt.Sprintf("… (truncated; %d bytes in AGENT_TRANSCRIPTS/big-3.error)", len(bigError))
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("failed line lacks %q", want)
+		}
+		st := submitCmd(t, "", "status", "--json", "big-3")
+		var s jobs.State
+		if err := json.Unmarshal([]byte(st.stdout), &s); err != nil || s.Error != bigError || s.Result.Error != bigError {
+			t.Errorf("status --json: %v", err)
 		}
 	})
 }

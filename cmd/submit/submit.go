@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -262,7 +263,7 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON bool) (int, error) {
 	}
 	st, err := cl.Watch(c.ctx, id, func(ev jobs.Event) {
 		if asJSON {
-			_ = writeJSON(c.stdout, map[string]any{"event": ev})
+			_ = writeJSON(c.stdout, map[string]any{"event": fullEvent(c.ctx, cl, ev)})
 			return
 		}
 		fmt.Fprintln(c.stderr, formatEvent(ev))
@@ -273,7 +274,10 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON bool) (int, error) {
 		}
 		return exitFailed, err
 	}
-	res := resultOf(st)
+	res, err := cl.FullResult(c.ctx, resultOf(st)) // an answer too large for the state
+	if err != nil {
+		return exitFailed, err
+	}
 	if asJSON {
 		if err := writeJSON(c.stdout, map[string]any{"result": res}); err != nil {
 			return exitFailed, err
@@ -287,6 +291,29 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON bool) (int, error) {
 		return exitFailed, nil
 	}
 	return exitOK, nil
+}
+
+// fullEvent is ev with its data in full: an event too large for NATS
+// carries a preview and a data_ref, a terminal event's result may carry an
+// answer_ref or error_ref. When reading the full data fails, ev is kept as
+// published (its references say where the data is).
+func fullEvent(ctx context.Context, cl *jobs.Client, ev jobs.Event) jobs.Event {
+	if d, err := cl.EventData(ctx, ev); err == nil {
+		ev.Data = d
+	}
+	if !jobs.TerminalEvent(ev.Type) {
+		return ev
+	}
+	var res jobs.Result
+	if json.Unmarshal(ev.Data, &res) != nil || (res.AnswerRef == nil && res.ErrorRef == nil) {
+		return ev
+	}
+	if full, err := cl.FullResult(ctx, &res); err == nil {
+		if b, err := json.Marshal(full); err == nil {
+			ev.Data = b
+		}
+	}
+	return ev
 }
 
 // resultOf is a final state's result (built from the state if it has none).
