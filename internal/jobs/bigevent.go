@@ -57,8 +57,10 @@ func EventDataRef(ev Event) (DataRef, bool) {
 	return *probe.Ref, true
 }
 
-// eventDataBudget is the most data an event may carry on this connection.
-func (w *Worker) eventDataBudget() int {
+// payloadBudget is the most a message body may hold on this connection
+// (event data, an encoded state, an object chunk): max_payload less room
+// for the subject and headers the publish adds.
+func (w *Worker) payloadBudget() int {
 	return int(w.cfg.Conn.MaxPayload()) - eventRoom
 }
 
@@ -123,7 +125,7 @@ func marshalNoEscape(v any) json.RawMessage {
 // objectChunk is the chunk size of objects this worker stores: the object
 // store's default (128 KiB) unless the server carries less.
 func (w *Worker) objectChunk() uint32 {
-	return uint32(max(1024, min(128<<10, int(w.cfg.Conn.MaxPayload())-eventRoom)))
+	return uint32(max(1024, min(128<<10, w.payloadBudget())))
 }
 
 // putObject stores data under name in the transcript bucket, in chunks the

@@ -25,16 +25,10 @@ func ErrorName(jobID string) string { return jobID + ".error" }
 // errStateTooLarge aborts a state write that the server could not carry.
 var errStateTooLarge = errors.New("state too large for the server's max_payload")
 
-// stateBudget is the largest encoded state this connection may write: the
-// KV put adds a subject and an expected-revision header.
-func (w *Worker) stateBudget() int {
-	return int(w.cfg.Conn.MaxPayload()) - eventRoom
-}
-
 // offloadResult stores res's answer and error text, when longer than a
 // preview, in the transcript bucket, and cuts them to previews with refs.
 func (w *Worker) offloadResult(ctx context.Context, res *Result) error {
-	n := min(PreviewBytes, w.stateBudget()/8) // the error preview appears twice in a state
+	n := min(PreviewBytes, w.payloadBudget()/8) // the error preview appears twice in a state
 	for _, f := range []struct {
 		text *string
 		ref  **DataRef
@@ -71,11 +65,11 @@ func (c *Client) FullResult(ctx context.Context, r *Result) (*Result, error) {
 		if *f.ref == nil {
 			continue
 		}
-		s, err := c.readRef(ctx, **f.ref)
+		b, err := c.readRef(ctx, **f.ref)
 		if err != nil {
 			return nil, fmt.Errorf("result of %s: %w", r.ID, err)
 		}
-		*f.text, *f.ref = s, nil
+		*f.text, *f.ref = string(b), nil
 	}
 	return &full, nil
 }
@@ -98,13 +92,13 @@ func (c *Client) FullState(ctx context.Context, st *State) (*State, error) {
 }
 
 // readRef reads a referenced object of this deployment's transcript bucket.
-func (c *Client) readRef(ctx context.Context, ref DataRef) (string, error) {
+func (c *Client) readRef(ctx context.Context, ref DataRef) ([]byte, error) {
 	if ref.Bucket != c.names.TranscriptBucket() {
-		return "", fmt.Errorf("%s in bucket %s, not %s", ref.Name, ref.Bucket, c.names.TranscriptBucket())
+		return nil, fmt.Errorf("%s in bucket %s, not %s", ref.Name, ref.Bucket, c.names.TranscriptBucket())
 	}
 	b, err := c.topo.Transcripts.GetBytes(ctx, ref.Name)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", ref.Name, err)
+		return nil, fmt.Errorf("%s: %w", ref.Name, err)
 	}
-	return string(b), nil
+	return b, nil
 }

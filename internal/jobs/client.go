@@ -314,12 +314,9 @@ func (c *Client) EventData(ctx context.Context, ev Event) (json.RawMessage, erro
 	if !ok {
 		return ev.Data, nil
 	}
-	if ref.Bucket != c.names.TranscriptBucket() {
-		return nil, fmt.Errorf("event %s of %s: data in bucket %s, not %s", ev.Type, ev.JobID, ref.Bucket, c.names.TranscriptBucket())
-	}
-	b, err := c.topo.Transcripts.GetBytes(ctx, ref.Name)
+	b, err := c.readRef(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("event %s of %s: data %s: %w", ev.Type, ev.JobID, ref.Name, err)
+		return nil, fmt.Errorf("event %s of %s: data %w", ev.Type, ev.JobID, err)
 	}
 	return b, nil
 }

@@ -98,7 +98,7 @@ func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) erro
 	}
 	// Too large for NATS (a tool's full output): store the data, publish a
 	// preview that points at it (see bigevent.go).
-	if budget := e.w.eventDataBudget(); len(raw) > budget {
+	if budget := e.w.payloadBudget(); len(raw) > budget {
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 		reduced, err := e.w.offloadEventData(octx, ev, budget)
 		cancel()

@@ -629,7 +629,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			}
 			cur.Status, cur.Error, cur.Result, cur.FinishedAt = status, res.Error, res, finished.UTC()
 			cur.Attempt, cur.Worker = d.attempt, w.cfg.WorkerID
-			if b, err := json.Marshal(cur); err == nil && len(b) > w.stateBudget() && res.AnswerRef == nil && res.ErrorRef == nil {
+			if b, err := json.Marshal(cur); err == nil && len(b) > w.payloadBudget() && res.AnswerRef == nil && res.ErrorRef == nil {
 				return nil, errStateTooLarge
 			}
 			return cur, nil
