@@ -27,12 +27,6 @@ type Usage struct {
 	FullModeToolDefTokens int64 `json:"full_mode_tool_def_tokens"`
 }
 
-func (u *Usage) add(u2 Usage) {
-	u.Usage.Add(u2.Usage)
-	u.ToolDefTokens += u2.ToolDefTokens
-	u.FullModeToolDefTokens += u2.FullModeToolDefTokens
-}
-
 // Result is the outcome of a job, returned even when Run fails.
 type Result struct {
 	Answer string `json:"answer"`

@@ -248,12 +248,6 @@ func (p *Pool) Close() error {
 	return errors.Join(errs...)
 }
 
-func (p *Pool) isClosed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.closed
-}
-
 // onNotification routes server notifications: tools/list_changed schedules
 // a resync of that server (never a request here: this is the transport's
 // read goroutine, which must keep reading for the answer to arrive).
