@@ -1,22 +1,20 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 )
 
-// Client sends chat-completions requests with retries. It is safe for
-// concurrent use.
+// Client sends chat-completions requests; openai-go retries them (see the
+// package doc). It is safe for concurrent use.
 type Client struct {
 	cfg  Config
 	chat openai.ChatCompletionService
@@ -30,11 +28,18 @@ func New(cfg Config) (*Client, error) {
 	}
 	// The service is built directly rather than through openai.NewClient,
 	// which would fold OPENAI_* environment variables into every request.
+	//
+	// The per-attempt timeout is not option.WithRequestTimeout: openai-go
+	// (v3.98) ends its retry loop when that timeout expires and returns
+	// context.DeadlineExceeded, so a hung attempt would never be retried and
+	// would look like the caller's own deadline. attempts.observe applies
+	// Config.Timeout inside the loop instead (see there).
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithHTTPClient(cfg.HTTPClient),
-		option.WithMaxRetries(0), // retries are ours: see Complete
+		option.WithMaxRetries(cfg.MaxRetries),
+		option.WithMaxRetryDelay(cfg.MaxRetryDelay),
 	}
 	for k, v := range cfg.Headers {
 		opts = append(opts, option.WithHeader(k, v))
@@ -49,57 +54,16 @@ func (c *Client) Model() string { return c.cfg.Model }
 // BaseURL is the normalised base URL (with one trailing slash).
 func (c *Client) BaseURL() string { return c.cfg.BaseURL }
 
-// Complete sends req, retrying transient failures (see the package doc), and
-// returns the first choice. An empty req.Model uses the configured model.
+// Complete sends req, which openai-go retries on transient failures (see the
+// package doc), and returns the first choice. An empty req.Model uses the
+// configured model.
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	params, err := toParams(req, c.cfg.Model)
 	if err != nil {
 		return Response{}, nonRetryable(fmt.Errorf("llm: encoding request: %w", err))
 	}
-	b := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(c.cfg.MinBackoff),
-		backoff.WithMaxInterval(c.cfg.MaxBackoff),
-		backoff.WithMaxElapsedTime(0), // bounded by MaxRetries and ctx instead
-	)
-	for attempt := 1; ; attempt++ {
-		resp, err := c.attempt(ctx, params)
-		if err == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			return Response{}, fmt.Errorf("llm: %w", context.Cause(ctx))
-		}
-		if errors.Is(err, ErrNonRetryable) {
-			return Response{}, err
-		}
-		if attempt > c.cfg.MaxRetries {
-			return Response{}, fmt.Errorf("llm: giving up after %d attempts: %w", attempt, err)
-		}
-		delay := b.NextBackOff()
-		if apiErr := (*APIError)(nil); errors.As(err, &apiErr) && apiErr.HasRetryAfter {
-			// The provider knows its rate window better than our backoff.
-			delay = min(apiErr.RetryAfter, c.cfg.MaxRetryAfter)
-		}
-		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(attempt, delay, err)
-		}
-		if sleep(ctx, delay) != nil {
-			return Response{}, fmt.Errorf("llm: stopped waiting to retry after %q: %w", err.Error(), context.Cause(ctx))
-		}
-	}
-}
-
-// attempt makes one request; errors that another attempt would not fix wrap
-// ErrNonRetryable.
-func (c *Client) attempt(ctx context.Context, params openai.ChatCompletionNewParams) (Response, error) {
-	actx := ctx
-	if c.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
-		defer cancel()
-	}
-	var httpResp *http.Response
-	completion, err := c.chat.New(actx, params, option.WithResponseInto(&httpResp))
+	a := &attempts{cfg: &c.cfg}
+	completion, err := c.chat.New(ctx, params, option.WithMiddleware(a.observe))
 	if err == nil {
 		resp, err := fromCompletion(completion)
 		if err != nil {
@@ -108,56 +72,124 @@ func (c *Client) attempt(ctx context.Context, params openai.ChatCompletionNewPar
 		return resp, nil
 	}
 	if ctx.Err() != nil {
-		return Response{}, err // the caller's cancellation; Complete reports it
+		if a.retrying != nil {
+			return Response{}, fmt.Errorf("llm: stopped waiting to retry after %q: %w", a.retrying.Error(), context.Cause(ctx))
+		}
+		return Response{}, fmt.Errorf("llm: %w", context.Cause(ctx))
 	}
-	if actx.Err() != nil {
-		return Response{}, fmt.Errorf("%w after %s", ErrTimeout, c.cfg.Timeout)
+	switch {
+	case a.last == nil:
+		// No attempt failed as such: the SDK could not decode a 2xx reply
+		// (or build the request), which another attempt would not change.
+		return Response{}, nonRetryable(fmt.Errorf("llm: %w", err))
+	case errors.Is(a.last, ErrNonRetryable):
+		return Response{}, a.last
+	case a.tooLong > 0:
+		return Response{}, fmt.Errorf("llm: giving up after %d attempts: %w (the provider asked to wait %s, beyond MaxRetryDelay %s)",
+			a.n, a.last, a.tooLong, c.cfg.MaxRetryDelay)
+	default:
+		return Response{}, fmt.Errorf("llm: giving up after %d attempts: %w", a.n, a.last)
 	}
-	if httpResp != nil && httpResp.StatusCode >= 400 {
-		return Response{}, newAPIError(httpResp, err)
-	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
-		return Response{}, fmt.Errorf("llm: connection: %w", err)
-	}
-	// Anything else (e.g. an undecodable 200 body) would fail the same way again.
-	return Response{}, nonRetryable(fmt.Errorf("llm: %w", err))
 }
 
-// newAPIError builds an APIError from the HTTP response; openai-go leaves the
-// body readable on error responses.
-func newAPIError(res *http.Response, sdkErr error) *APIError {
-	e := &APIError{Status: res.StatusCode, Retryable: retryableStatus(res.StatusCode)}
-	e.RetryAfter, e.HasRetryAfter = retryAfter(res.Header, time.Now())
-	switch strings.ToLower(res.Header.Get("X-Should-Retry")) {
-	case "true":
-		e.Retryable = true
-	case "false":
-		e.Retryable = false
-	}
-	var oerr *openai.Error
-	if errors.As(sdkErr, &oerr) {
-		e.Message, e.Type, e.Code = oerr.Message, oerr.Type, oerr.Code
-	}
-	if e.Message == "" && res.Body != nil {
-		// Not OpenAI-shaped ({"detail":...}, plain text): keep the body itself.
-		body, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
-		e.Message = strings.TrimSpace(string(body))
-	}
-	return e
+// attempts is an openai-go middleware that sees every attempt of one
+// Complete call: openai-go runs it inside its retry loop, once per attempt,
+// on Complete's goroutine.
+type attempts struct {
+	cfg *Config
+	// n counts the attempts started.
+	n int
+	// last is the latest attempt's failure (nil: it succeeded, or the
+	// caller's context ended it).
+	last error
+	// retrying is last when openai-go is about to wait and try again.
+	retrying error
+	// tooLong is a Retry-After beyond MaxRetryDelay, which ended the retries.
+	tooLong time.Duration
 }
 
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
+// observe makes one attempt under Config.Timeout, reading the whole body
+// within it, and records the outcome. A timeout or connection failure is
+// returned as an error without a response, which openai-go retries like any
+// transport error; an HTTP error reply is passed on for openai-go to judge
+// by its status, x-should-retry and Retry-After.
+func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	a.n++
+	a.last, a.retrying, a.tooLong = nil, nil, 0
+	ctx := req.Context()
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if a.cfg.Timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, a.cfg.Timeout)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	defer cancel()
+	res, body, err := roundTrip(req.WithContext(actx), next)
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // the caller's cancellation or deadline; openai-go stops
+	case err != nil && actx.Err() != nil:
+		err = fmt.Errorf("%w after %s", ErrTimeout, a.cfg.Timeout)
+		a.failed(err)
+		return nil, err
+	case err != nil:
+		err = fmt.Errorf("llm: connection: %w", err)
+		a.failed(err)
+		return nil, err
+	case res.StatusCode >= 400:
+		a.failed(newAPIError(res, body))
 	}
+	return res, nil
+}
+
+// roundTrip sends req and reads the whole response body, which it leaves
+// readable again in res.
+func roundTrip(req *http.Request, next option.MiddlewareNext) (res *http.Response, body []byte, err error) {
+	res, err = next(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err = io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the response: %w", err)
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res, body, nil
+}
+
+// failed records err as the latest attempt's failure and, when openai-go
+// will retry it, reports the retry through Config.OnRetry before the wait.
+func (a *attempts) failed(err error) {
+	a.last = err
+	if errors.Is(err, ErrNonRetryable) || a.n > a.cfg.MaxRetries {
+		return
+	}
+	// The wait openai-go chooses: the provider's, if it named one (a wait
+	// beyond MaxRetryDelay ends the retries), else its own backoff.
+	delay := sdkBackoff(a.n-1, a.cfg.MaxRetryDelay)
+	if apiErr := (*APIError)(nil); errors.As(err, &apiErr) && apiErr.HasRetryAfter {
+		if apiErr.RetryAfter > a.cfg.MaxRetryDelay {
+			a.tooLong = apiErr.RetryAfter
+			return
+		}
+		delay = apiErr.RetryAfter
+	}
+	a.retrying = err
+	if a.cfg.OnRetry != nil {
+		a.cfg.OnRetry(a.n, delay, err)
+	}
+}
+
+// sdkBackoff is openai-go's wait before its retry number retryCount+1 when
+// the provider names none: 0.5 s doubling per retry, at most maxDelay. The
+// SDK then takes off up to a quarter as jitter, so this is the longest the
+// wait can be.
+func sdkBackoff(retryCount int, maxDelay time.Duration) time.Duration {
+	d := 500 * time.Millisecond
+	for range retryCount {
+		if d >= maxDelay {
+			break
+		}
+		d *= 2
+	}
+	return min(d, maxDelay)
 }

@@ -18,12 +18,16 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// testMaxRetryDelay caps openai-go's backoff in tests, so retry tests barely
+// wait; a Retry-After up to it is still honoured.
+const testMaxRetryDelay = 50 * time.Millisecond
+
 // newClient returns a client for s with tiny backoff, so retry tests do not wait.
 func newClient(t *testing.T, s *llmtest.Server, mod func(*llm.Config)) *llm.Client {
 	t.Helper()
 	cfg := llm.Config{
 		BaseURL: s.URL(), APIKey: "sk-test", Model: "test-model",
-		MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
+		MaxRetryDelay: testMaxRetryDelay,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -223,7 +227,7 @@ func TestCompleteRetries(t *testing.T) {
 			wantDelays:   []time.Duration{20 * time.Millisecond},
 		},
 		{
-			// Backoff alone would wait about 1ms; Retry-After 0 replaces it.
+			// Backoff alone would wait up to testMaxRetryDelay; Retry-After 0 replaces it.
 			name:         "429 Retry-After seconds honoured",
 			replies:      []llmtest.Reply{{Status: 429, Header: map[string]string{"Retry-After": "0"}}, ok},
 			wantRequests: 2,
@@ -233,6 +237,33 @@ func TestCompleteRetries(t *testing.T) {
 			name:         "5xx then success",
 			replies:      []llmtest.Reply{{Status: 500}, {Status: 502, Body: "Bad Gateway"}, {Status: 503}, ok},
 			wantRequests: 4,
+			// The SDK's backoff (0.5 s doubling) capped at MaxRetryDelay.
+			wantDelays: []time.Duration{testMaxRetryDelay, testMaxRetryDelay, testMaxRetryDelay},
+		},
+		{
+			name:         "409 retried",
+			replies:      []llmtest.Reply{{Status: 409}, ok},
+			wantRequests: 2,
+		},
+		{
+			name:         "x-should-retry true wins over 400",
+			replies:      []llmtest.Reply{{Status: 400, Header: map[string]string{"x-should-retry": "true"}}, ok},
+			wantRequests: 2,
+		},
+		{
+			name:         "Retry-After beyond MaxRetryDelay gives up at once",
+			replies:      []llmtest.Reply{{Status: 429, Content: "come back in a minute", Header: map[string]string{"Retry-After": "60"}}, ok},
+			wantRequests: 1,
+			wantErr: func(t *testing.T, err error) {
+				var apiErr *llm.APIError
+				if !errors.As(err, &apiErr) || apiErr.Status != 429 || !apiErr.Retryable || apiErr.RetryAfter != time.Minute {
+					t.Errorf("err = %v (%#v)", err, apiErr)
+				}
+				if errors.Is(err, llm.ErrNonRetryable) || !strings.Contains(err.Error(), "after 1 attempts") ||
+					!strings.Contains(err.Error(), "come back in a minute") || !strings.Contains(err.Error(), "beyond MaxRetryDelay") {
+					t.Errorf("err = %v", err)
+				}
+			},
 		},
 		{
 			name:         "408 retried",
@@ -276,6 +307,17 @@ func TestCompleteRetries(t *testing.T) {
 			wantErr: func(t *testing.T, err error) {
 				var apiErr *llm.APIError
 				if !errors.As(err, &apiErr) || apiErr.Status != 401 || apiErr.Message != `{"detail":"bad token"}` || !errors.Is(err, llm.ErrNonRetryable) {
+					t.Errorf("err = %v (%#v)", err, apiErr)
+				}
+			},
+		},
+		{
+			name:         "error given as a string",
+			replies:      []llmtest.Reply{{Status: 404, Body: `{"error":"model 'x' not found"}`}},
+			wantRequests: 1,
+			wantErr: func(t *testing.T, err error) {
+				var apiErr *llm.APIError
+				if !errors.As(err, &apiErr) || apiErr.Message != "model 'x' not found" || !errors.Is(err, llm.ErrNonRetryable) {
 					t.Errorf("err = %v (%#v)", err, apiErr)
 				}
 			},
@@ -348,23 +390,55 @@ func TestCompleteRetries(t *testing.T) {
 
 func TestCompleteTimeoutRetried(t *testing.T) {
 	t.Parallel()
-	hang := make(chan struct{})
-	t.Cleanup(func() { close(hang) })
-	s := llmtest.NewServer(t, llmtest.Reply{Block: hang}, llmtest.Reply{Content: "done"})
-	var retryErr error
-	c := newClient(t, s, func(cfg *llm.Config) {
-		cfg.Timeout = 200 * time.Millisecond
-		cfg.OnRetry = func(_ int, _ time.Duration, err error) { retryErr = err }
-	})
-	resp, err := c.Complete(testCtx(t), userRequest())
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name         string
+		hung         int // replies that never come, before one that does
+		maxRetries   int
+		wantRequests int
+		wantErr      bool
+	}{
+		{name: "retried then answered", hung: 1, wantRequests: 2},
+		{name: "retries exhausted", hung: 2, maxRetries: 1, wantRequests: 2, wantErr: true},
 	}
-	if resp.Message.Content != "done" || len(s.Requests()) != 2 {
-		t.Errorf("content %q after %d requests", resp.Message.Content, len(s.Requests()))
-	}
-	if !errors.Is(retryErr, llm.ErrTimeout) || errors.Is(retryErr, context.DeadlineExceeded) {
-		t.Errorf("retry error = %v", retryErr)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			hang := make(chan struct{})
+			t.Cleanup(func() { close(hang) })
+			var replies []llmtest.Reply
+			for range tt.hung {
+				replies = append(replies, llmtest.Reply{Block: hang})
+			}
+			s := llmtest.NewServer(t, append(replies, llmtest.Reply{Content: "done"})...)
+			var retryErrs []error
+			c := newClient(t, s, func(cfg *llm.Config) {
+				cfg.Timeout = 200 * time.Millisecond
+				cfg.MaxRetries = tt.maxRetries
+				cfg.OnRetry = func(_ int, _ time.Duration, err error) { retryErrs = append(retryErrs, err) }
+			})
+			resp, err := c.Complete(testCtx(t), userRequest())
+			isTimeout := func(err error) bool {
+				return errors.Is(err, llm.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded)
+			}
+			if tt.wantErr {
+				if !isTimeout(err) || errors.Is(err, llm.ErrNonRetryable) || !strings.Contains(err.Error(), "after 2 attempts") {
+					t.Errorf("err = %v", err)
+				}
+			} else if err != nil || resp.Message.Content != "done" {
+				t.Errorf("content %q, err %v", resp.Message.Content, err)
+			}
+			if n := len(s.Requests()); n != tt.wantRequests {
+				t.Errorf("%d requests, want %d", n, tt.wantRequests)
+			}
+			if len(retryErrs) != tt.wantRequests-1 {
+				t.Errorf("OnRetry errors %v, want %d", retryErrs, tt.wantRequests-1)
+			}
+			for _, err := range retryErrs {
+				if !isTimeout(err) {
+					t.Errorf("retry error = %v", err)
+				}
+			}
+		})
 	}
 }
 
@@ -425,6 +499,7 @@ func TestCompleteCancellation(t *testing.T) {
 		defer cancel()
 		var delay time.Duration
 		c := newClient(t, s, func(cfg *llm.Config) {
+			cfg.MaxRetryDelay = 2 * time.Minute
 			cfg.OnRetry = func(_ int, d time.Duration, _ error) { delay = d; cancel() }
 		})
 		_, err := c.Complete(ctx, userRequest())
@@ -489,20 +564,26 @@ func TestBaseURLForms(t *testing.T) {
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		cfg  llm.Config
+		name      string
+		cfg       llm.Config
+		wantField string // named in the error
 	}{
-		{"no model", llm.Config{BaseURL: "http://localhost/v1"}},
-		{"negative backoff", llm.Config{BaseURL: "http://localhost/v1", Model: "m", MinBackoff: -1}},
-		{"max below min", llm.Config{BaseURL: "http://localhost/v1", Model: "m", MinBackoff: time.Second, MaxBackoff: time.Millisecond}},
+		{"no base URL", llm.Config{Model: "m"}, "BaseURL"},
+		{"no model", llm.Config{BaseURL: "http://localhost/v1"}, "Model"},
+		{"negative MaxRetryDelay", llm.Config{BaseURL: "http://localhost/v1", Model: "m", MaxRetryDelay: -time.Second}, "MaxRetryDelay"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := llm.New(tt.cfg); !errors.Is(err, llm.ErrConfig) {
-				t.Errorf("err = %v, want ErrConfig", err)
+			_, err := llm.New(tt.cfg)
+			if !errors.Is(err, llm.ErrConfig) || !strings.Contains(err.Error(), tt.wantField) {
+				t.Errorf("err = %v, want ErrConfig naming %s", err, tt.wantField)
 			}
 		})
+	}
+	// Negative MaxRetries and Timeout mean none, not an error.
+	if _, err := llm.New(llm.Config{BaseURL: "http://localhost/v1", Model: "m", MaxRetries: -1, Timeout: -1}); err != nil {
+		t.Errorf("New with no retries and no timeout: %v", err)
 	}
 	c, err := llm.New(llm.Config{BaseURL: "http://localhost/v1", Model: "m"})
 	if err != nil || c.Model() != "m" || c.BaseURL() != "http://localhost/v1/" {

@@ -13,12 +13,11 @@ import (
 const (
 	DefaultMaxRetries    = 4
 	DefaultTimeout       = 5 * time.Minute
-	DefaultMinBackoff    = 500 * time.Millisecond
-	DefaultMaxBackoff    = 30 * time.Second
-	DefaultMaxRetryAfter = 2 * time.Minute
+	DefaultMaxRetryDelay = 2 * time.Minute
 )
 
-// Config selects the endpoint and the retry policy.
+// Config selects the endpoint and the retry policy. Retrying is openai-go's
+// (see the package doc); these fields set its options.
 type Config struct {
 	// BaseURL is the API root including the version path, e.g.
 	// "https://api.openai.com/v1" or "http://localhost:11434/v1"; a trailing
@@ -28,22 +27,29 @@ type Config struct {
 	APIKey string
 	// Model is used when a Request names none.
 	Model string
-	// Timeout bounds each attempt (0: DefaultTimeout; negative: none).
+	// Timeout bounds each attempt, reading the reply included (0:
+	// DefaultTimeout; negative: none). An attempt that runs out of it fails
+	// with ErrTimeout and is retried.
 	Timeout time.Duration
 	// MaxRetries is the number of retries after the first attempt
 	// (0: DefaultMaxRetries; negative: no retries).
 	MaxRetries int
-	// MinBackoff and MaxBackoff bound the exponential backoff between
-	// attempts (0: DefaultMinBackoff, DefaultMaxBackoff).
-	MinBackoff, MaxBackoff time.Duration
-	// MaxRetryAfter caps a provider's Retry-After wait (0: DefaultMaxRetryAfter).
-	MaxRetryAfter time.Duration
+	// MaxRetryDelay bounds each wait between attempts (0:
+	// DefaultMaxRetryDelay). Without a Retry-After, openai-go waits 0.5 s,
+	// 1 s, 2 s... (less up to a quarter of jitter), at most MaxRetryDelay; a
+	// provider's Retry-After or retry-after-ms replaces that wait, and one
+	// longer than MaxRetryDelay ends the retries at once with the provider's
+	// error (still Retryable: the job can come back later).
+	MaxRetryDelay time.Duration
 	// Headers are added to every request (e.g. OpenRouter's HTTP-Referer).
 	Headers map[string]string
 	// HTTPClient sends the requests (nil: a client on http.DefaultTransport).
 	HTTPClient *http.Client
-	// OnRetry, if set, is called before each wait between attempts: attempt
-	// is the 1-based attempt that failed, delay the wait about to start.
+	// OnRetry, if set, is called when an attempt failed and openai-go will
+	// try again, before it waits: attempt is the 1-based attempt that failed,
+	// err its failure, delay the provider's Retry-After when it sent one,
+	// else the SDK's backoff before jitter (the longest the wait can be). It
+	// runs on the goroutine that called Complete.
 	OnRetry func(attempt int, delay time.Duration, err error)
 }
 
@@ -58,7 +64,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.BaseURL = base
 	if strings.TrimSpace(cfg.Model) == "" {
-		return cfg, fmt.Errorf("%w: model is required", ErrConfig)
+		return cfg, fmt.Errorf("%w: Model is required", ErrConfig)
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
@@ -68,20 +74,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.MinBackoff < 0 || cfg.MaxBackoff < 0 || cfg.MaxRetryAfter < 0 {
-		return cfg, fmt.Errorf("%w: negative backoff", ErrConfig)
+	if cfg.MaxRetryDelay < 0 {
+		return cfg, fmt.Errorf("%w: MaxRetryDelay must not be negative (got %s)", ErrConfig, cfg.MaxRetryDelay)
 	}
-	if cfg.MinBackoff == 0 {
-		cfg.MinBackoff = DefaultMinBackoff
-	}
-	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.MinBackoff)
-	}
-	if cfg.MaxBackoff < cfg.MinBackoff {
-		return cfg, fmt.Errorf("%w: max backoff %s is below min backoff %s", ErrConfig, cfg.MaxBackoff, cfg.MinBackoff)
-	}
-	if cfg.MaxRetryAfter == 0 {
-		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+	if cfg.MaxRetryDelay == 0 {
+		cfg.MaxRetryDelay = DefaultMaxRetryDelay
 	}
 	if cfg.HTTPClient == nil {
 		// The shared default transport, not a private one: connections are
@@ -96,17 +93,17 @@ func (cfg Config) withDefaults() (Config, error) {
 func normaliseBaseURL(base string) (string, error) {
 	base = strings.TrimSpace(base)
 	if base == "" {
-		return "", fmt.Errorf("%w: base URL is required", ErrConfig)
+		return "", fmt.Errorf("%w: BaseURL is required", ErrConfig)
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", fmt.Errorf("%w: base URL: %w", ErrConfig, err)
+		return "", fmt.Errorf("%w: BaseURL: %w", ErrConfig, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%w: base URL %q must be an absolute http(s) URL", ErrConfig, base)
+		return "", fmt.Errorf("%w: BaseURL %q must be an absolute http(s) URL", ErrConfig, base)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%w: base URL %q must not have a query or fragment", ErrConfig, base)
+		return "", fmt.Errorf("%w: BaseURL %q must not have a query or fragment", ErrConfig, base)
 	}
 	return strings.TrimRight(base, "/") + "/", nil
 }

@@ -7,17 +7,21 @@
 // sending tool parameter schemas verbatim (never re-encoded through a map, so
 // the tools array is byte-stable across requests, which prompt caches need).
 //
-// Retries are ours, not the SDK's (openai-go runs with zero retries): 429,
-// 408/409, 5xx, per-request timeouts and connection errors are retried with
-// exponential backoff (cenkalti/backoff), and a provider's Retry-After
-// (seconds or HTTP date) or retry-after-ms replaces the backoff for that wait.
+// Retries are openai-go's own (option.WithMaxRetries, WithMaxRetryDelay):
+// 429, 408/409, 5xx (x-should-retry overrides the status either way),
+// connection errors and attempts that outlive Config.Timeout are retried
+// with the SDK's exponential backoff, and a provider's Retry-After (seconds
+// or RFC 1123 date) or retry-after-ms replaces the backoff for that wait, up to
+// Config.MaxRetryDelay (a longer one ends the retries). A middleware sees
+// each attempt: it applies Config.Timeout to that attempt alone, turns the
+// outcome into this package's errors and reports retries to Config.OnRetry.
 // Any other API error is returned at once as an [*APIError] carrying the
 // provider's message; errors.Is(err, ErrNonRetryable) tells the caller that
 // retrying the job would not help. An attempt that outlives Config.Timeout
-// fails with ErrTimeout (and is retried), which is kept distinct from the
-// caller's own deadline. Cancelling the context stops a request or a backoff
-// wait immediately. [ToolJSON] is the exact JSON a tool is sent as, for
-// token counting that matches the wire.
+// fails with ErrTimeout, which is kept distinct from the caller's own
+// deadline. Cancelling the context stops a request or a backoff wait
+// immediately. [ToolJSON] is the exact JSON a tool is sent as, for token
+// counting that matches the wire.
 //
 // The environment is never read here (openai-go's OPENAI_* defaults are
 // bypassed): the caller passes everything in [Config].

@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -48,33 +50,103 @@ func (e *APIError) Error() string {
 // Is makes errors.Is(err, ErrNonRetryable) true for non-retryable API errors.
 func (e *APIError) Is(target error) bool { return target == ErrNonRetryable && !e.Retryable }
 
-// retryableStatus mirrors openai-go's own policy: timeouts, lock conflicts,
-// rate limits and server errors.
+// The policy below is openai-go v3's own (requestconfig.shouldRetry and
+// parseRetryAfterHeader), which does the retrying: it is repeated here only
+// to describe an error to the caller (APIError.Retryable, RetryAfter) and to
+// announce a retry (Config.OnRetry) before the SDK waits.
+
+// newAPIError builds an APIError from an error reply and its body.
+func newAPIError(res *http.Response, body []byte) *APIError {
+	e := &APIError{Status: res.StatusCode, Retryable: retryableStatus(res.StatusCode)}
+	e.RetryAfter, e.HasRetryAfter = retryAfter(res.Header, time.Now())
+	switch res.Header.Get("X-Should-Retry") { // compared as openai-go does
+	case "true":
+		e.Retryable = true
+	case "false":
+		e.Retryable = false
+	}
+	e.Message, e.Type, e.Code = providerMessage(body)
+	return e
+}
+
+// providerMessage reads an OpenAI-shaped error body ({"error": {"message",
+// "type", "code"}} or {"error": "text"}); any other body (e.g. {"detail":
+// ...}, plain text) is kept as the message itself, up to 4 KiB.
+func providerMessage(body []byte) (msg, typ, code string) {
+	var shaped struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &shaped) == nil && len(shaped.Error) > 0 {
+		var obj struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		}
+		var text string
+		switch {
+		case json.Unmarshal(shaped.Error, &obj) == nil && obj.Message != "":
+			return obj.Message, obj.Type, jsonScalar(obj.Code)
+		case json.Unmarshal(shaped.Error, &text) == nil && text != "":
+			return text, "", ""
+		}
+	}
+	if len(body) > 4<<10 {
+		body = body[:4<<10]
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(body)), ""), "", ""
+}
+
+// jsonScalar is a JSON string's text, or another value's JSON ("429"), or ""
+// for null or nothing.
+func jsonScalar(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if v := strings.TrimSpace(string(raw)); v != "null" {
+		return v
+	}
+	return ""
+}
+
+// retryableStatus is openai-go's status policy: timeouts, lock conflicts,
+// rate limits and server errors (x-should-retry overrides it).
 func retryableStatus(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
 		status == http.StatusTooManyRequests || status >= 500
 }
 
-// retryAfter reads retry-after-ms, then Retry-After (seconds or HTTP date);
-// ok is false when neither is present and valid.
+// retryAfter reads the wait a provider asked for as openai-go does:
+// retry-after-ms, then Retry-After (seconds or an RFC 1123 date). A negative
+// or non-finite number is skipped; a number too large for a Duration is the
+// longest Duration. ok is false when no header gives a wait.
 func retryAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+	for _, hdr := range [...]struct {
+		name string
+		unit time.Duration
+	}{{"Retry-After-Ms", time.Millisecond}, {"Retry-After", time.Second}} {
+		v := h.Get(hdr.name)
+		if v == "" {
+			continue
 		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 {
-			return 0, false
+		n, err := strconv.ParseFloat(v, 64)
+		if errors.Is(err, strconv.ErrRange) && math.IsInf(n, 1) {
+			return math.MaxInt64, true
 		}
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true // a date already past means now
+		if err == nil {
+			if math.IsNaN(n) || math.IsInf(n, 0) || n < 0 {
+				continue
+			}
+			if n*float64(hdr.unit) >= math.MaxInt64 {
+				return math.MaxInt64, true
+			}
+			return time.Duration(n * float64(hdr.unit)), true
+		}
+		if hdr.unit == time.Second {
+			if t, err := time.Parse(time.RFC1123, v); err == nil {
+				return max(t.Sub(now), 0), true // a date already past means now
+			}
+		}
 	}
 	return 0, false
 }

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -24,6 +25,13 @@ func TestRetryAfter(t *testing.T) {
 		{"milliseconds win", map[string]string{"Retry-After": "7", "Retry-After-Ms": "250"}, 250 * time.Millisecond, true},
 		{"garbage", map[string]string{"Retry-After": "soon"}, 0, false},
 		{"negative", map[string]string{"Retry-After": "-3"}, 0, false},
+		// As openai-go reads them:
+		{"negative milliseconds fall back to seconds", map[string]string{"Retry-After-Ms": "-1", "Retry-After": "2"}, 2 * time.Second, true},
+		{"not a number", map[string]string{"Retry-After": "NaN"}, 0, false},
+		{"infinite", map[string]string{"Retry-After": "+Inf"}, 0, false},
+		{"overflow is forever", map[string]string{"Retry-After": "1e999"}, math.MaxInt64, true},
+		{"too long for a Duration", map[string]string{"Retry-After-Ms": "1e300"}, math.MaxInt64, true},
+		{"RFC 850 date ignored", map[string]string{"Retry-After": now.Add(90 * time.Second).Format(time.RFC850)}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
