@@ -37,6 +37,19 @@ const DefaultMaxConcurrent = 32
 // Config is the operator's MCP server configuration, in the format Claude
 // Desktop, Cursor ({"mcpServers": {...}}) and VS Code ({"servers": {...}})
 // already use. Jobs refer to servers by name only.
+//
+// Besides the usual keys, each server may set "callTimeout", "maxConcurrent",
+// "sessionMode", "allow", "deny", "disabled" and the protocol it is spoken
+// to with (see ServerConfig):
+//
+//	"protocol": "2026-07-28"
+//
+// asks for the sessionless protocol 2026-07-28 (no initialize handshake, no
+// HTTP session: server/discover, then every request stands alone), which some
+// gateways now require. The server must speak it: there is no fallback to
+// the handshake. Only for stdio and http servers (sse is the 2024-11-05
+// transport). Without it the pool uses the initialize handshake at
+// "protocolVersion" (default 2025-11-25), which every current server answers.
 type Config struct {
 	Servers map[string]ServerConfig
 }
@@ -68,7 +81,15 @@ type ServerConfig struct {
 	// Empty means the newest version that uses the initialize handshake
 	// (2025-11-25), which every current server answers at once; see doc.go.
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Protocol "2026-07-28" (ProtocolSessionless) selects the sessionless
+	// protocol instead of the initialize handshake; the server must speak it.
+	// Not with ProtocolVersion, and not for sse servers. Empty: the handshake.
+	Protocol string `json:"protocol,omitempty"`
 }
+
+// ProtocolSessionless is the value of ServerConfig.Protocol that selects the
+// sessionless protocol (no initialize handshake, no session).
+const ProtocolSessionless = "2026-07-28"
 
 // Duration is a time.Duration that reads from JSON as a Go duration string
 // ("30s", "2m") or a number of seconds.
@@ -231,7 +252,20 @@ func (sc *ServerConfig) validate() error {
 		return err
 	}
 	if sc.ProtocolVersion != "" && !legacyProtocol(sc.ProtocolVersion) {
-		return fmt.Errorf("protocolVersion: %q is not a version with the initialize handshake (e.g. 2025-06-18, 2025-11-25)", sc.ProtocolVersion)
+		hint := ""
+		if modernProtocol(sc.ProtocolVersion) {
+			hint = fmt.Sprintf("; for the sessionless protocol set \"protocol\": %q", sc.ProtocolVersion)
+		}
+		return fmt.Errorf("protocolVersion: %q is not a version with the initialize handshake (e.g. 2025-06-18, 2025-11-25)%s", sc.ProtocolVersion, hint)
+	}
+	switch {
+	case sc.Protocol == "":
+	case !modernProtocol(sc.Protocol):
+		return fmt.Errorf("protocol: %q (want %q, or leave it out for the initialize handshake)", sc.Protocol, ProtocolSessionless)
+	case sc.ProtocolVersion != "":
+		return fmt.Errorf("protocol and protocolVersion: give one, not both (protocolVersion pins the initialize handshake, which protocol %s does not have)", sc.Protocol)
+	case typ == TypeSSE:
+		return fmt.Errorf("protocol: %s is not spoken over sse (the 2024-11-05 transport); use type http", sc.Protocol)
 	}
 	return nil
 }

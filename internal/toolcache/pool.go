@@ -25,25 +25,99 @@ const (
 	StateClosed       = "closed"
 )
 
+// Defaults of the pool's Settings, declared once here.
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultHealthInterval = 30 * time.Second
+	DefaultHealthMisses   = 3
+	DefaultResyncInterval = 5 * time.Minute
+	DefaultBackoffInitial = 250 * time.Millisecond
+	DefaultBackoffMax     = 30 * time.Second
+)
+
+// Settings are the pool's timings an operator may want to change. Start from
+// DefaultSettings, set fields, and pass WithSettings; NewPool rejects invalid
+// values with an error naming the field.
+type Settings struct {
+	// ConnectTimeout bounds one connection attempt: spawn or dial, the
+	// handshake and the first tools/list; also one tools/list resync. > 0.
+	ConnectTimeout time.Duration
+	// HealthInterval is how often each shared session is checked (ping; on
+	// 2026-07-28, server/discover). One check waits at most
+	// min(HealthInterval, 10s). 0 disables health checks; not negative.
+	HealthInterval time.Duration
+	// HealthMisses is how many checks in a row may go unanswered before the
+	// session is replaced (its process killed). A check that goes unanswered
+	// while the server is answering other requests or sending notifications
+	// does not count. >= 1.
+	HealthMisses int
+	// ResyncInterval is how often tool lists are re-read even without
+	// notifications/tools/list_changed. 0 disables; not negative.
+	ResyncInterval time.Duration
+	// BackoffInitial and BackoffMax bound the exponential backoff between
+	// failed connection attempts (retried forever). Both > 0, and
+	// BackoffMax >= BackoffInitial.
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
+}
+
+// DefaultSettings are the settings NewPool uses unless told otherwise.
+func DefaultSettings() Settings {
+	return Settings{
+		ConnectTimeout: DefaultConnectTimeout,
+		HealthInterval: DefaultHealthInterval,
+		HealthMisses:   DefaultHealthMisses,
+		ResyncInterval: DefaultResyncInterval,
+		BackoffInitial: DefaultBackoffInitial,
+		BackoffMax:     DefaultBackoffMax,
+	}
+}
+
+// Validate reports the first invalid field, by name.
+func (s Settings) Validate() error {
+	switch {
+	case s.ConnectTimeout <= 0:
+		return fmt.Errorf("toolcache: ConnectTimeout must be positive (got %s)", s.ConnectTimeout)
+	case s.HealthInterval < 0:
+		return fmt.Errorf("toolcache: HealthInterval must not be negative (got %s; 0 disables health checks)", s.HealthInterval)
+	case s.HealthMisses < 1:
+		return fmt.Errorf("toolcache: HealthMisses must be at least 1 (got %d)", s.HealthMisses)
+	case s.ResyncInterval < 0:
+		return fmt.Errorf("toolcache: ResyncInterval must not be negative (got %s; 0 disables resyncs)", s.ResyncInterval)
+	case s.BackoffInitial <= 0:
+		return fmt.Errorf("toolcache: BackoffInitial must be positive (got %s)", s.BackoffInitial)
+	case s.BackoffMax < s.BackoffInitial:
+		return fmt.Errorf("toolcache: BackoffMax must be at least BackoffInitial (got %s < %s)", s.BackoffMax, s.BackoffInitial)
+	}
+	return nil
+}
+
+// healthTimeout is how long one health check waits for its answer.
+func (s Settings) healthTimeout() time.Duration { return min(10*time.Second, s.HealthInterval) }
+
 // Option configures a Pool.
 type Option func(*options)
 
 type options struct {
-	logger         *slog.Logger
-	clientInfo     mcp.Implementation
-	healthInterval time.Duration
-	resyncInterval time.Duration
-	connectTimeout time.Duration
-	backoffInitial time.Duration
-	backoffMax     time.Duration
-	inproc         map[string]inprocServer
-	notify         func(server string, n mcp.JSONRPCNotification)
+	Settings
+	logger     *slog.Logger
+	clientInfo mcp.Implementation
+	inproc     map[string]inprocServer
+	notify     func(server string, n mcp.JSONRPCNotification)
+	// healthHook sees every health check's outcome (tests).
+	healthHook func(server string, ev healthEvent)
 }
 
-type inprocServer struct {
-	srv *server.MCPServer
-	cfg ServerConfig
+// healthEvent is one health check's outcome.
+type healthEvent struct {
+	Err     error // nil: answered
+	Counted bool  // the miss counted (nothing else was heard from the server)
+	Misses  int   // unanswered checks in a row that counted
+	Killed  bool  // the session was declared dead
 }
+
+// WithSettings replaces every setting (start from DefaultSettings).
+func WithSettings(s Settings) Option { return func(o *options) { o.Settings = s } }
 
 // WithLogger sets where connection events go (default: slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -53,23 +127,27 @@ func WithClientInfo(name, version string) Option {
 	return func(o *options) { o.clientInfo = mcp.Implementation{Name: name, Version: version} }
 }
 
-// WithHealthInterval sets how often each shared session is pinged (default
-// 30s; 0 disables). A ping unanswered within the interval (at most 10s)
-// counts as a dead session.
-func WithHealthInterval(d time.Duration) Option { return func(o *options) { o.healthInterval = d } }
+// WithHealthInterval sets Settings.HealthInterval (default 30s; 0 disables).
+func WithHealthInterval(d time.Duration) Option { return func(o *options) { o.HealthInterval = d } }
 
-// WithResyncInterval sets how often tool lists are re-read even without
-// notifications/tools/list_changed (default 5m; 0 disables).
-func WithResyncInterval(d time.Duration) Option { return func(o *options) { o.resyncInterval = d } }
+// WithHealthMisses sets Settings.HealthMisses (default 3).
+func WithHealthMisses(n int) Option { return func(o *options) { o.HealthMisses = n } }
 
-// WithConnectTimeout bounds one connection attempt: spawn or dial,
-// initialize and the first tools/list (default 30s).
-func WithConnectTimeout(d time.Duration) Option { return func(o *options) { o.connectTimeout = d } }
+// WithResyncInterval sets Settings.ResyncInterval (default 5m; 0 disables).
+func WithResyncInterval(d time.Duration) Option { return func(o *options) { o.ResyncInterval = d } }
 
-// WithBackoff sets the exponential backoff between failed connection
-// attempts (default 250ms doubling up to 30s, forever).
+// WithConnectTimeout sets Settings.ConnectTimeout (default 30s).
+func WithConnectTimeout(d time.Duration) Option { return func(o *options) { o.ConnectTimeout = d } }
+
+// WithBackoff sets Settings.BackoffInitial and BackoffMax (default 250ms
+// doubling up to 30s, forever).
 func WithBackoff(initial, maxInterval time.Duration) Option {
-	return func(o *options) { o.backoffInitial, o.backoffMax = initial, maxInterval }
+	return func(o *options) { o.BackoffInitial, o.BackoffMax = initial, maxInterval }
+}
+
+type inprocServer struct {
+	srv *server.MCPServer
+	cfg ServerConfig
 }
 
 // WithInProcessServer adds an mcp-go server running in this process under
@@ -120,16 +198,15 @@ type Pool struct {
 // Only an invalid configuration is an error.
 func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 	o := options{
-		logger:         slog.Default(),
-		clientInfo:     mcp.Implementation{Name: "jetagent", Version: "0"},
-		healthInterval: 30 * time.Second,
-		resyncInterval: 5 * time.Minute,
-		connectTimeout: 30 * time.Second,
-		backoffInitial: 250 * time.Millisecond,
-		backoffMax:     30 * time.Second,
+		Settings:   DefaultSettings(),
+		logger:     slog.Default(),
+		clientInfo: mcp.Implementation{Name: "jetagent", Version: "0"},
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.Settings.Validate(); err != nil {
+		return nil, err
 	}
 	all := map[string]ServerConfig{}
 	for name, sc := range cfg.Servers {
@@ -155,7 +232,7 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 		cancel:   cancel,
 		views:    map[*View]struct{}{},
 	}
-	p.dialer = &dialer{logger: slog.New(warnHandler{o.logger.Handler()}), clientInfo: o.clientInfo, connectTimeout: o.connectTimeout, notify: p.onNotification}
+	p.dialer = &dialer{logger: slog.New(warnHandler{o.logger.Handler()}), clientInfo: o.clientInfo, connectTimeout: o.ConnectTimeout, notify: p.onNotification}
 	for _, name := range sortedKeys(full.Servers) {
 		sc := full.Servers[name]
 		if sc.Disabled {
@@ -348,23 +425,24 @@ func (c *serverConn) setState(state string, err error) {
 func (c *serverConn) run() {
 	log := c.p.opts.logger.With("mcp_server", c.name)
 	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = c.p.opts.backoffInitial
-	bo.MaxInterval = c.p.opts.backoffMax
+	bo.InitialInterval = c.p.opts.BackoffInitial
+	bo.MaxInterval = c.p.opts.BackoffMax
 	bo.MaxElapsedTime = 0
 	bo.Reset()
 	var health, resync <-chan time.Time
-	if d := c.p.opts.healthInterval; d > 0 {
+	if d := c.p.opts.HealthInterval; d > 0 {
 		t := time.NewTicker(d)
 		defer t.Stop()
 		health = t.C
 	}
-	if d := c.p.opts.resyncInterval; d > 0 {
+	if d := c.p.opts.ResyncInterval; d > 0 {
 		t := time.NewTicker(d)
 		defer t.Stop()
 		resync = t.C
 	}
 	first := true
 	var sess *session
+	misses := 0 // health checks in a row that went unanswered (and counted)
 	defer func() {
 		if sess != nil {
 			_ = sess.close()
@@ -399,7 +477,7 @@ func (c *serverConn) run() {
 				}
 			}
 			bo.Reset()
-			sess = s
+			sess, misses = s, 0
 			log.Debug("MCP server connected", "connect_time", s.connectTime, "protocol", s.protocol, "pid", s.pid)
 		}
 		select {
@@ -414,15 +492,47 @@ func (c *serverConn) run() {
 		case <-resync:
 			c.syncTools(sess, log)
 		case <-health:
-			ctx, cancel := context.WithTimeout(c.p.ctx, min(10*time.Second, c.p.opts.healthInterval))
-			err := sess.ping(ctx)
-			cancel()
-			if err != nil && c.p.ctx.Err() == nil {
-				// A server that does not answer ping in time is as good as gone.
-				sess.markDead(fmt.Errorf("health check: %w", err))
-			}
+			misses = c.checkHealth(sess, misses, log)
 		}
 	}
+}
+
+// checkHealth runs one health check on sess and returns the new count of
+// unanswered checks in a row. A check that goes unanswered counts only when
+// nothing else was heard from the server meanwhile: a server answering calls
+// or sending notifications (progress of a long call) is alive, even if too
+// busy for the check. The session is declared dead at HealthMisses.
+func (c *serverConn) checkHealth(sess *session, misses int, log *slog.Logger) int {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(c.p.ctx, c.p.opts.healthTimeout())
+	err := sess.healthCheck(ctx)
+	cancel()
+	if c.p.ctx.Err() != nil {
+		return misses
+	}
+	ev := healthEvent{Err: err}
+	switch {
+	case err == nil:
+		misses = 0
+	case sess.isDead():
+		// The check found the transport broken: the run loop reconnects.
+	case sess.heardSince(start):
+		misses = 0
+	default:
+		misses++
+		ev.Counted = true
+		if misses >= c.p.opts.HealthMisses {
+			ev.Killed = true
+			sess.markDead(fmt.Errorf("health check: %d in a row unanswered: %w", misses, err))
+		} else {
+			log.Warn("MCP health check unanswered", "err", err, "misses", misses, "limit", c.p.opts.HealthMisses)
+		}
+	}
+	ev.Misses = misses
+	if h := c.p.opts.healthHook; h != nil {
+		h(c.name, ev)
+	}
+	return misses
 }
 
 // connect opens the shared session, reads its tools and publishes both.
@@ -432,7 +542,7 @@ func (c *serverConn) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	lctx, cancel := context.WithTimeout(ctx, c.p.opts.connectTimeout)
+	lctx, cancel := context.WithTimeout(ctx, c.p.opts.ConnectTimeout)
 	tools, err := s.listTools(lctx)
 	cancel()
 	if err != nil {
@@ -466,7 +576,7 @@ func (c *serverConn) sessionDied(s *session) {
 }
 
 func (c *serverConn) syncTools(s *session, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(c.p.ctx, c.p.opts.connectTimeout)
+	ctx, cancel := context.WithTimeout(c.p.ctx, c.p.opts.ConnectTimeout)
 	defer cancel()
 	tools, err := s.listTools(ctx)
 	if err != nil {
@@ -501,12 +611,12 @@ func (c *serverConn) acquire(ctx context.Context) (*session, error) {
 		case state == StateClosed:
 			return nil, ErrClosed
 		case state == StateFailed:
-			return nil, fmt.Errorf("%w: server %q: %v", ErrServerUnavailable, c.name, lastErr)
+			return nil, fmt.Errorf("%w: server %q: %w", ErrServerUnavailable, c.name, lastErr)
 		}
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("toolcache: server %q: waiting for a session (%s): %w", c.name, state, ctx.Err())
+			return nil, fmt.Errorf("server %q: waiting for a session (%s): %w", c.name, state, ctx.Err())
 		case <-c.p.ctx.Done():
 			return nil, ErrClosed
 		}

@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,15 +30,21 @@ func legacyProtocol(v string) bool {
 	return mcp.IsValidProtocolVersion(v) && !mcp.IsModernProtocol(v)
 }
 
+// modernProtocol reports whether v is a sessionless protocol version
+// (2026-07-28 or later) that mcp-go implements.
+func modernProtocol(v string) bool {
+	return mcp.IsValidProtocolVersion(v) && mcp.IsModernProtocol(v)
+}
+
 // session is one connected MCP client: a child process, an HTTP/SSE session
-// or an in-process server.
+// or an in-process server. Requests go through mcp-go's client.Client; the
+// transport under it is wrapped by tapTransport (session_raw.go).
 type session struct {
 	server string
 	cfg    ServerConfig
 	c      *client.Client
 	// sem bounds the calls in flight (MaxConcurrent).
 	sem chan struct{}
-	ids atomic.Int64
 
 	dead     chan struct{} // closed once the session is known broken or closed
 	deadOnce sync.Once
@@ -49,9 +54,14 @@ type session struct {
 	stderr *tailBuffer   // a child's stderr, complete once exited is closed
 	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
 	pid    int
-	cancel context.CancelFunc // ends the process context (last resort kill)
+	ctx    context.Context    // the process/session context, ended by close
+	cancel context.CancelFunc // ends ctx (last resort kill)
 	http   *http.Client       // an HTTP or SSE session's own client
-	wg     sync.WaitGroup     // the stderr watcher
+	wg     sync.WaitGroup     // the stderr watcher, the listen loop, cancellations
+
+	// modern: the session speaks 2026-07-28 (no handshake, no session).
+	modern    atomic.Bool
+	lastHeard atomic.Int64 // UnixNano of the last response or notification
 
 	protocol    string
 	info        mcp.Implementation
@@ -60,7 +70,7 @@ type session struct {
 
 	closeOnce sync.Once
 	closeErr  error
-	bgMu      sync.Mutex // guards closing against new background sends
+	bgMu      sync.Mutex // guards closing against new background work
 	closing   bool
 }
 
@@ -74,8 +84,9 @@ type dialer struct {
 	notify         func(server string, s *session, n mcp.JSONRPCNotification)
 }
 
-// dial connects to a server and performs the handshake. ctx bounds the
-// handshake only; the session lives until close.
+// dial connects to a server and performs the handshake (on 2026-07-28, the
+// server/discover request that replaces it). ctx bounds the handshake only;
+// the session lives until close.
 func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc *server.MCPServer) (*session, error) {
 	start := time.Now()
 	if d.connectTimeout > 0 {
@@ -90,13 +101,15 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		sem:    make(chan struct{}, cfg.maxConcurrent()),
 		dead:   make(chan struct{}),
 		exited: make(chan struct{}),
+		ctx:    procCtx,
 		cancel: cancel,
 	}
 	var tr transport.Interface
+	var stdio *transport.Stdio
+	var cmdRef *exec.Cmd
 	switch cfg.Type {
 	case TypeStdio:
-		var cmdRef *exec.Cmd
-		tr = transport.NewStdioWithOptions(cfg.Command, envList(cfg.Env), cfg.Args,
+		stdio = transport.NewStdioWithOptions(cfg.Command, envList(cfg.Env), cfg.Args,
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 				cmd := exec.CommandContext(ctx, command, args...)
 				cmd.Env = append(os.Environ(), env...)
@@ -106,40 +119,26 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 				return cmd, nil
 			}),
 			transport.WithCommandLogger(d.logger))
-		c := client.NewClient(tr, client.WithProtocolVersion(protocolFor(cfg)))
-		if err := c.Start(procCtx); err != nil {
-			cancel()
-			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
-		}
-		s.c = c
-		if cmdRef != nil && cmdRef.Process != nil {
-			s.pid = cmdRef.Process.Pid
-		}
-		// The child's stderr reaches EOF when it exits: that is how a crash
-		// is noticed even when no request is in flight. It is read here from
-		// mcp-go's buffer, not through WithCommandStderrWriter, whose copy
-		// runs on a goroutine of its own that may still be writing when EOF
-		// is seen: once exited is closed, s.stderr holds all there was.
-		if r, ok := client.GetStderr(c); ok {
-			s.stderr = &tailBuffer{max: 4096}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				_, _ = io.Copy(s.stderr, r)
-				close(s.exited)
-				s.markDead(errors.New("server process exited"))
-			}()
-		}
+		tr = stdio
 	case TypeHTTP:
+		// Each session has its own connection pool: see newHTTPClient.
 		s.http = newHTTPClient()
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithContinuousListening(), transport.WithHTTPLogger(d.logger)}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithHTTPLogger(d.logger)}
+		if !modernProtocol(cfg.Protocol) {
+			// On 2025-11-25, notifications/tools/list_changed sent while no
+			// request is in flight arrive only on the GET stream (and the
+			// conformance suite checks a client listens there). mcp-go
+			// deprecates the option because 2026-07-28 removed that stream;
+			// a sessionless session listens with subscriptions/listen instead.
+			opts = append(opts, transport.WithContinuousListening()) //nolint:staticcheck // the GET stream is how 2025-11-25 delivers list_changed; see above
+		}
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(cfg.Headers))
 		}
 		t, err := transport.NewStreamableHTTP(cfg.URL, opts...)
 		if err != nil {
 			cancel()
-			return nil, err
+			return nil, fmt.Errorf("url: %w", err)
 		}
 		tr = t
 	case TypeSSE:
@@ -151,7 +150,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		t, err := transport.NewSSE(cfg.URL, opts...)
 		if err != nil {
 			cancel()
-			return nil, err
+			return nil, fmt.Errorf("url: %w", err)
 		}
 		tr = t
 	case TypeInProcess:
@@ -164,33 +163,100 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		cancel()
 		return nil, fmt.Errorf("unknown transport %q", cfg.Type)
 	}
-	if s.c == nil {
-		s.c = client.NewClient(tr, client.WithProtocolVersion(protocolFor(cfg)))
-		if err := s.c.Start(procCtx); err != nil {
-			_ = s.close()
-			return nil, fmt.Errorf("connect %s: %w", cfg.URL, err)
+	version := protocolFor(cfg)
+	copts := []client.ClientOption{client.WithProtocolVersion(version)}
+	if modernProtocol(version) {
+		// The operator asked for 2026-07-28: wait for server/discover as long
+		// as the connect timeout allows, not mcp-go's 5 s probe bound.
+		copts = append(copts, client.WithDiscoverTimeout(-1))
+	}
+	s.c = client.NewClient(newTap(tr, s), copts...)
+	if err := s.c.Start(procCtx); err != nil {
+		_ = s.close()
+		if cfg.Type == TypeStdio {
+			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
+		}
+		return nil, fmt.Errorf("connect %s: %w", cfg.URL, err)
+	}
+	if stdio != nil {
+		if cmdRef != nil && cmdRef.Process != nil {
+			s.pid = cmdRef.Process.Pid
+		}
+		// The child's stderr reaches EOF when it exits: that is how a crash
+		// is noticed even when no request is in flight. It is read here from
+		// mcp-go's buffer, not through WithCommandStderrWriter, whose copy
+		// runs on a goroutine of its own that may still be writing when EOF
+		// is seen: once exited is closed, s.stderr holds all there was.
+		if r := stdio.Stderr(); r != nil {
+			s.stderr = &tailBuffer{max: 4096}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				_, _ = io.Copy(s.stderr, r)
+				close(s.exited)
+				s.markDead(errors.New("server process exited"))
+			}()
 		}
 	}
+	// An SSE stream that ends takes the session with it; mcp-go reports that
+	// here (its in-flight requests fail only with untyped errors).
+	s.c.OnConnectionLost(func(err error) { s.markDead(fmt.Errorf("SSE stream lost: %w", err)) })
 	s.c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if d.notify != nil {
 			d.notify(name, s, n)
 		}
 	})
 	res, err := s.c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: protocolFor(cfg),
+		ProtocolVersion: version,
 		ClientInfo:      d.clientInfo,
 	}})
+	if err == nil && modernProtocol(version) && !mcp.IsModernProtocol(res.ProtocolVersion) {
+		// mcp-go falls back to initialize when server/discover fails.
+		err = fmt.Errorf("the server does not speak protocol %s (it answered the initialize handshake at %s)", version, res.ProtocolVersion)
+	}
 	if err != nil {
 		// A server that fails the handshake usually says why on stderr.
-		s.awaitStderr(transportBroken(err))
+		s.awaitStderr(transportBroken(err, false))
 		_ = s.close()
-		return nil, fmt.Errorf("initialize: %w%s", err, s.stderrHint())
+		what := "initialize"
+		if modernProtocol(version) {
+			what = "connect at protocol " + version
+		}
+		return nil, fmt.Errorf("%s: %w%s", what, err, s.stderrHint())
 	}
+	s.modern.Store(mcp.IsModernProtocol(res.ProtocolVersion))
 	s.protocol = res.ProtocolVersion
 	s.info = res.ServerInfo
 	s.caps = res.Capabilities
 	s.connectTime = time.Since(start)
+	if s.modern.Load() && s.caps.Tools != nil && s.caps.Tools.ListChanged {
+		s.listen(d.logger.With("mcp_server", name))
+	}
 	return s, nil
+}
+
+// listen keeps a subscriptions/listen stream open on a 2026-07-28 session,
+// which is where such a server sends notifications/tools/list_changed. A
+// stream that ends while the session lives is reopened after a second.
+func (s *session) listen(log *slog.Logger) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			err := s.c.Listen(s.ctx, mcp.SubscriptionFilter{ToolsListChanged: true})
+			if s.ctx.Err() != nil || s.isDead() {
+				return
+			}
+			log.Warn("MCP subscriptions/listen stream ended; reopening", "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-s.ctx.Done():
+				return
+			case <-s.dead:
+				return
+			}
+		}
+	}()
 }
 
 // newHTTPClient is a client with a connection pool of its own. mcp-go's
@@ -202,12 +268,16 @@ func newHTTPClient() *http.Client {
 	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 }
 
-// protocolFor is the version offered in initialize. Pinning a pre-2026
-// version makes mcp-go skip its server/discover probe, which costs a round
-// trip on servers that reject it and 5 s on servers that ignore it, while
-// every current server answers initialize at once.
+// protocolFor is the version the session asks for. Protocol (2026-07-28)
+// selects the sessionless protocol. Otherwise the pool pins a pre-2026
+// version, which makes mcp-go skip its server/discover probe: that costs a
+// round trip on servers that reject it and 5 s on servers that ignore it,
+// while every current server answers initialize at once.
 func protocolFor(cfg ServerConfig) string {
-	if cfg.ProtocolVersion != "" {
+	switch {
+	case cfg.Protocol != "":
+		return cfg.Protocol
+	case cfg.ProtocolVersion != "":
 		return cfg.ProtocolVersion
 	}
 	return mcp.LATEST_LEGACY_PROTOCOL_VERSION
@@ -246,7 +316,7 @@ func (s *session) isDead() bool {
 // close ends the session: the transport is closed (stdin closed, then
 // SIGTERM, then SIGKILL for a child process; a broken session's child is
 // killed at once), the process group is killed so no grandchild survives,
-// and the watcher goroutine is waited for.
+// and the background goroutines are waited for.
 func (s *session) close() error {
 	s.closeOnce.Do(func() {
 		s.markDead(ErrClosed)
@@ -322,124 +392,71 @@ func (s *session) stderrHint() string {
 	return " (server stderr: " + tail + ")"
 }
 
-// request sends one JSON-RPC request with an id of our own (so that a
-// cancellation can name it) and returns the raw result.
-func (s *session) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := mcp.NewRequestId("jetagent-" + strconv.FormatInt(s.ids.Add(1), 10))
-	resp, err := s.c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      id,
-		Method:  method,
-		Params:  params,
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			s.sendCancelled(id, context.Cause(ctx))
-			return nil, fmt.Errorf("toolcache: server %q: %s: %w", s.server, method, ctx.Err())
-		}
-		if transportBroken(err) {
-			s.markDead(err)
-			return nil, fmt.Errorf("%w (the request may or may not have run): server %q: %s: %w%s", ErrSessionLost, s.server, method, err, s.stderrHint())
-		}
-		return nil, fmt.Errorf("toolcache: server %q: %s: %w", s.server, method, err)
+// do runs one mcp-go client call for method and classifies its error: the
+// caller's context ended, the server answered with a JSON-RPC error
+// (RPCError), the session broke (ErrSessionLost), or the request failed.
+func (s *session) do(ctx context.Context, method string, f func(context.Context) error) error {
+	cp, ok := ctx.Value(captureKey{}).(*capture)
+	if !ok {
+		ctx, cp = withCapture(ctx)
 	}
-	if resp.Error != nil {
-		if ctx.Err() != nil {
-			// In-process servers see the caller's context directly and
-			// answer with an error once it ends.
-			return nil, fmt.Errorf("toolcache: server %q: %s: %w", s.server, method, ctx.Err())
-		}
-		return nil, &RPCError{Server: s.server, Method: method, Code: resp.Error.Code, Message: resp.Error.Message}
+	err := f(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		// In-process servers see the caller's context directly and answer
+		// with an error once it ends: the context is the news.
+		return fmt.Errorf("server %q: %s: %w", s.server, method, ctx.Err())
+	case cp.rpcError() != nil:
+		e := cp.rpcError()
+		return &RPCError{Server: s.server, Method: method, Code: e.Code, Message: e.Message}
+	case transportBroken(err, s.modern.Load()) || s.isDead():
+		s.markDead(err)
+		return fmt.Errorf("%w (the request may or may not have run): server %q: %s: %w%s", ErrSessionLost, s.server, method, err, s.stderrHint())
 	}
-	return resp.Result, nil
-}
-
-// sendCancelled tells the server to stop a request whose caller gave up
-// (notifications/cancelled), on every transport: mcp-go does it only over
-// stdio, and only for its own request ids. Best effort, off the caller's path.
-func (s *session) sendCancelled(id mcp.RequestId, cause error) {
-	reason := "cancelled"
-	if cause != nil {
-		reason = cause.Error()
-	}
-	n := mcp.JSONRPCNotification{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{
-			Method: string(mcp.MethodNotificationCancelled),
-			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
-		},
-	}
-	s.bgMu.Lock()
-	defer s.bgMu.Unlock()
-	if s.closing {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.c.GetTransport().SendNotification(ctx, n)
-	}()
+	return fmt.Errorf("server %q: %s: %w", s.server, method, err)
 }
 
 // transportBroken reports whether err means the session cannot carry more
-// requests (as opposed to one failed request).
-func transportBroken(err error) bool {
+// requests (as opposed to one failed request). Only typed errors count:
+// mcp-go's ErrTransportClosed (stdio), ErrSessionTerminated (HTTP 404 for an
+// expired session) and the OS's network and pipe errors. The errors mcp-go
+// has no type for (a lost SSE stream) are caught by the session being marked
+// dead first (OnConnectionLost, the child's stderr EOF). On 2026-07-28 there
+// is no session to expire, and a 404 is that protocol's "method not found".
+func transportBroken(err error, modern bool) bool {
 	var netErr *net.OpError
 	switch {
+	case errors.Is(err, transport.ErrSessionTerminated):
+		return !modern
 	case errors.Is(err, transport.ErrTransportClosed),
-		errors.Is(err, transport.ErrSessionTerminated),
 		errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.ErrClosedPipe),
+		errors.Is(err, fs.ErrClosed),
 		errors.Is(err, syscall.EPIPE),
 		errors.Is(err, syscall.ECONNREFUSED),
 		errors.Is(err, syscall.ECONNRESET),
 		errors.As(err, &netErr):
 		return true
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "broken pipe") || strings.Contains(msg, "file already closed")
+	return false
 }
 
-// listTools reads the whole (paginated) tool list, keeping schemas verbatim.
+// listTools reads the whole (paginated) tool list through mcp-go's
+// ListTools, keeping schemas verbatim (rawToolsList).
 func (s *session) listTools(ctx context.Context) ([]Tool, error) {
-	var tools []Tool
-	cursor := ""
-	seen := map[string]bool{}
-	for {
-		var params any
-		if cursor != "" {
-			params = map[string]string{"cursor": cursor}
-		}
-		raw, err := s.request(ctx, string(mcp.MethodToolsList), params)
-		if err != nil {
-			return nil, err
-		}
-		var page struct {
-			Tools      []json.RawMessage `json:"tools"`
-			NextCursor string            `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, fmt.Errorf("toolcache: server %q: tools/list: %w", s.server, err)
-		}
-		for _, rt := range page.Tools {
-			t, err := toolFromRaw(s.server, rt)
-			if err != nil {
-				return nil, fmt.Errorf("toolcache: server %q: tools/list: %w", s.server, err)
-			}
-			if s.cfg.toolAllowed(t.Original) {
-				tools = append(tools, t)
-			}
-		}
-		if page.NextCursor == "" || seen[page.NextCursor] {
-			break
-		}
-		seen[page.NextCursor] = true
-		cursor = page.NextCursor
+	ctx, cp := withCapture(ctx)
+	var res *mcp.ListToolsResult
+	err := s.do(ctx, string(mcp.MethodToolsList), func(ctx context.Context) (err error) {
+		res, err = s.c.ListTools(ctx, mcp.ListToolsRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(tools, func(i, j int) bool { return tools[i].Original < tools[j].Original })
-	return tools, nil
+	return s.rawToolsList(cp.raw(), res.Tools)
 }
 
 // callTool runs tools/call within the session's concurrency limit.
@@ -447,82 +464,81 @@ func (s *session) callTool(ctx context.Context, original string, args json.RawMe
 	if isNull(args) {
 		args = json.RawMessage("{}")
 	} else if !json.Valid(args) {
-		return Result{}, fmt.Errorf("toolcache: call %s: arguments are not valid JSON", original)
+		return Result{}, errors.New("arguments are not valid JSON")
 	}
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
-		return Result{}, fmt.Errorf("toolcache: call %s on server %q: waiting for a free slot: %w", original, s.server, ctx.Err())
+		return Result{}, fmt.Errorf("server %q: waiting for a free slot: %w", s.server, ctx.Err())
 	case <-s.dead:
-		return Result{}, fmt.Errorf("%w: server %q: %v", ErrSessionLost, s.server, s.deadErr)
+		return Result{}, fmt.Errorf("%w: server %q: %w", ErrSessionLost, s.server, s.deadErr)
 	}
 	defer func() { <-s.sem }()
-	raw, err := s.request(ctx, string(mcp.MethodToolsCall), struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}{original, args})
+	var res *mcp.CallToolResult
+	err := s.do(ctx, string(mcp.MethodToolsCall), func(ctx context.Context) (err error) {
+		res, err = s.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: original, Arguments: args}})
+		return err
+	})
 	if err != nil {
-		return Result{}, fmt.Errorf("call %s: %w", original, err)
+		return Result{}, err
 	}
-	return parseCallResult(raw)
+	return flattenResult(res), nil
 }
 
-func (s *session) ping(ctx context.Context) error {
-	_, err := s.request(ctx, string(mcp.MethodPing), nil)
-	return err
+// healthCheck asks the server whether it is there: ping on 2025-11-25;
+// 2026-07-28 removed ping (mcp-go's Ping sends nothing there), so
+// server/discover, the cheapest request such a server must answer.
+func (s *session) healthCheck(ctx context.Context) error {
+	if s.modern.Load() {
+		return s.do(ctx, string(mcp.MethodServerDiscover), func(ctx context.Context) error {
+			_, err := s.c.Discover(ctx, mcp.DiscoverRequest{})
+			return err
+		})
+	}
+	return s.do(ctx, string(mcp.MethodPing), func(ctx context.Context) error {
+		return s.c.Ping(ctx) //nolint:staticcheck // deprecated for 2026-07-28 only; this is the 2025-11-25 path
+	})
 }
 
-// parseCallResult flattens a CallToolResult for the model: text content
-// joined, other content summarised, structuredContent kept.
-func parseCallResult(raw json.RawMessage) (Result, error) {
-	var r struct {
-		Content []struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			MIMEType string `json:"mimeType"`
-			Data     string `json:"data"`
-			URI      string `json:"uri"`
-			Name     string `json:"name"`
-			Resource *struct {
-				URI      string `json:"uri"`
-				MIMEType string `json:"mimeType"`
-				Text     string `json:"text"`
-				Blob     string `json:"blob"`
-			} `json:"resource"`
-		} `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return Result{}, fmt.Errorf("toolcache: tools/call result: %w", err)
-	}
+// flattenResult flattens a CallToolResult for the model: text content
+// joined, other content summarised, structuredContent kept byte for byte.
+func flattenResult(r *mcp.CallToolResult) Result {
 	parts := make([]string, 0, len(r.Content))
 	for _, c := range r.Content {
-		switch c.Type {
-		case "text":
+		switch c := c.(type) {
+		case mcp.TextContent:
 			parts = append(parts, c.Text)
-		case "image", "audio":
-			parts = append(parts, fmt.Sprintf("[%s %s, %d bytes base64]", c.Type, c.MIMEType, len(c.Data)))
-		case "resource_link":
+		case mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes base64]", c.MIMEType, len(c.Data)))
+		case mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes base64]", c.MIMEType, len(c.Data)))
+		case mcp.ResourceLink:
 			parts = append(parts, fmt.Sprintf("[resource %s %s]", c.Name, c.URI))
-		case "resource":
-			if c.Resource != nil && c.Resource.Text != "" {
-				parts = append(parts, c.Resource.Text)
-			} else if c.Resource != nil {
-				parts = append(parts, fmt.Sprintf("[resource %s %s, %d bytes base64]", c.Resource.URI, c.Resource.MIMEType, len(c.Resource.Blob)))
-			}
+		case mcp.EmbeddedResource:
+			parts = append(parts, resourceText(c.Resource))
 		default:
-			parts = append(parts, "["+c.Type+" content]")
+			parts = append(parts, fmt.Sprintf("[%T content]", c))
 		}
 	}
 	res := Result{Text: strings.Join(parts, "\n"), IsError: r.IsError}
-	if !isNull(r.StructuredContent) {
-		res.Structured = compact(r.StructuredContent)
+	if !isNull(r.RawStructuredContent) {
+		res.Structured = compact(r.RawStructuredContent)
 		if res.Text == "" {
 			res.Text = string(res.Structured)
 		}
 	}
-	return res, nil
+	return res
+}
+
+// resourceText is a resource's text, or a summary of binary contents.
+func resourceText(rc mcp.ResourceContents) string {
+	switch rc := rc.(type) {
+	case mcp.TextResourceContents:
+		return rc.Text
+	case mcp.BlobResourceContents:
+		return fmt.Sprintf("[resource %s %s, %d bytes base64]", rc.URI, rc.MIMEType, len(rc.Blob))
+	}
+	return fmt.Sprintf("[%T]", rc)
 }
 
 // listResources lists resources and resource templates, if the server has any.
@@ -530,41 +546,36 @@ func (s *session) listResources(ctx context.Context) ([]Resource, error) {
 	if s.caps.Resources == nil {
 		return nil, nil
 	}
-	var out []Resource
-	for _, kind := range []string{string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList)} {
-		cursor := ""
-		seen := map[string]bool{}
-		for {
-			var params any
-			if cursor != "" {
-				params = map[string]string{"cursor": cursor}
+	var rs *mcp.ListResourcesResult
+	if err := s.do(ctx, string(mcp.MethodResourcesList), func(ctx context.Context) (err error) {
+		rs, err = s.c.ListResources(ctx, mcp.ListResourcesRequest{})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]Resource, 0, len(rs.Resources))
+	for _, r := range rs.Resources {
+		out = append(out, Resource{Server: s.server, URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
+	}
+	var ts *mcp.ListResourceTemplatesResult
+	err := s.do(ctx, string(mcp.MethodResourcesTemplatesList), func(ctx context.Context) (err error) {
+		ts, err = s.c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+		return err
+	})
+	switch {
+	case err == nil:
+		for _, t := range ts.ResourceTemplates {
+			r := Resource{Server: s.server, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType}
+			if t.URITemplate != nil && t.URITemplate.Template != nil {
+				r.URITemplate = t.URITemplate.Raw()
 			}
-			raw, err := s.request(ctx, kind, params)
-			if err != nil {
-				var rpc *RPCError
-				if kind == string(mcp.MethodResourcesTemplatesList) && errors.As(err, &rpc) {
-					break // templates are optional
-				}
-				return nil, err
-			}
-			var page struct {
-				Resources         []Resource `json:"resources"`
-				ResourceTemplates []Resource `json:"resourceTemplates"`
-				NextCursor        string     `json:"nextCursor"`
-			}
-			if err := json.Unmarshal(raw, &page); err != nil {
-				return nil, fmt.Errorf("toolcache: server %q: %s: %w", s.server, kind, err)
-			}
-			for _, r := range append(page.Resources, page.ResourceTemplates...) {
-				r.Server = s.server
-				out = append(out, r)
-			}
-			if page.NextCursor == "" || seen[page.NextCursor] {
-				break
-			}
-			seen[page.NextCursor] = true
-			cursor = page.NextCursor
+			out = append(out, r)
 		}
+	case errors.Is(err, ErrSessionLost) || ctx.Err() != nil:
+		return nil, err
+	default:
+		// Templates are optional: a server without them may answer with an
+		// error (on 2026-07-28 over HTTP, a 404).
 	}
 	return out, nil
 }
@@ -572,28 +583,20 @@ func (s *session) listResources(ctx context.Context) ([]Resource, error) {
 // readResource reads one resource and returns its contents as text (binary
 // contents are summarised).
 func (s *session) readResource(ctx context.Context, uri string) (string, error) {
-	raw, err := s.request(ctx, string(mcp.MethodResourcesRead), map[string]string{"uri": uri})
-	if err != nil {
+	var r *mcp.ReadResourceResult
+	if err := s.do(ctx, string(mcp.MethodResourcesRead), func(ctx context.Context) (err error) {
+		r, err = s.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+		return err
+	}); err != nil {
 		return "", err
-	}
-	var r struct {
-		Contents []struct {
-			URI      string  `json:"uri"`
-			MIMEType string  `json:"mimeType"`
-			Text     *string `json:"text"`
-			Blob     string  `json:"blob"`
-		} `json:"contents"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return "", fmt.Errorf("toolcache: server %q: resources/read: %w", s.server, err)
 	}
 	parts := make([]string, 0, len(r.Contents))
 	for _, c := range r.Contents {
-		if c.Text != nil {
-			parts = append(parts, *c.Text)
-		} else {
-			parts = append(parts, fmt.Sprintf("[%s %s, %d bytes base64]", c.URI, c.MIMEType, len(c.Blob)))
+		if b, ok := c.(mcp.BlobResourceContents); ok {
+			parts = append(parts, fmt.Sprintf("[%s %s, %d bytes base64]", b.URI, b.MIMEType, len(b.Blob)))
+			continue
 		}
+		parts = append(parts, resourceText(c))
 	}
 	return strings.Join(parts, "\n"), nil
 }

@@ -40,20 +40,20 @@ type jobSession struct {
 // model-facing Name or the server's Original).
 func (p *Pool) View(jobID string, servers []string, allow, deny []string) (*View, error) {
 	if err := checkGlobs("allow", allow); err != nil {
-		return nil, fmt.Errorf("toolcache: job %s: %w", jobID, err)
+		return nil, opError("job "+jobID, err)
 	}
 	if err := checkGlobs("deny", deny); err != nil {
-		return nil, fmt.Errorf("toolcache: job %s: %w", jobID, err)
+		return nil, opError("job "+jobID, err)
 	}
 	v := &View{p: p, jobID: jobID, allow: allow, deny: deny, perJob: map[string]*jobSession{}}
 	if servers != nil {
 		v.servers = map[string]bool{}
 		for _, name := range servers {
 			if _, off := p.disabled[name]; off {
-				return nil, fmt.Errorf("%w: %q is disabled", ErrUnknownServer, name)
+				return nil, opError("job "+jobID, fmt.Errorf("%w: %q is disabled", ErrUnknownServer, name))
 			}
 			if !p.HasServer(name) {
-				return nil, fmt.Errorf("%w: %q", ErrUnknownServer, name)
+				return nil, opError("job "+jobID, fmt.Errorf("%w: %q", ErrUnknownServer, name))
 			}
 			v.servers[name] = true
 		}
@@ -61,7 +61,7 @@ func (p *Pool) View(jobID string, servers []string, allow, deny []string) (*View
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, ErrClosed
+		return nil, opError("job "+jobID, ErrClosed)
 	}
 	p.views[v] = struct{}{}
 	return v, nil
@@ -106,6 +106,11 @@ func (v *View) Search(query string, limit int) []Tool { return v.Registry().Sear
 // the session breaks fails with ErrSessionLost; the next call waits for the
 // reconnected session.
 func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
+	res, err := v.callTool(ctx, name, args)
+	return res, opError("call "+name, err)
+}
+
+func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	t, ok := v.Get(name)
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
@@ -118,10 +123,10 @@ func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) 
 	}
 	s, err := v.session(ctx, c)
 	if err != nil {
-		return Result{}, fmt.Errorf("toolcache: call %s: %w", name, err)
+		return Result{}, err
 	}
 	res, err := s.callTool(ctx, t.Original, args)
-	if err != nil && errors.Is(err, transport.ErrSessionTerminated) {
+	if errors.Is(err, ErrSessionLost) && errors.Is(err, transport.ErrSessionTerminated) {
 		// The server answered 404 for an expired HTTP session: the request
 		// was refused, not run, so it is safe to send again on a new session.
 		if s, err2 := v.session(ctx, c); err2 == nil {
@@ -174,6 +179,11 @@ func (v *View) session(ctx context.Context, c *serverConn) (*session, error) {
 // ListResources lists the resources and resource templates of the view's
 // servers. A server that fails is skipped when others answer.
 func (v *View) ListResources(ctx context.Context) ([]Resource, error) {
+	rs, err := v.listResources(ctx)
+	return rs, opError("list resources", err)
+}
+
+func (v *View) listResources(ctx context.Context) ([]Resource, error) {
 	var out []Resource
 	var errs []error
 	for _, name := range v.serverNames() {
@@ -199,7 +209,12 @@ func (v *View) ListResources(ctx context.Context) ([]Resource, error) {
 // server lists (e.g. one built from a template) is tried on each server with
 // resources until one answers.
 func (v *View) ReadResource(ctx context.Context, uriOrName string) (string, error) {
-	listed, err := v.ListResources(ctx)
+	text, err := v.readResource(ctx, uriOrName)
+	return text, opError("read resource "+uriOrName, err)
+}
+
+func (v *View) readResource(ctx context.Context, uriOrName string) (string, error) {
+	listed, err := v.listResources(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -225,7 +240,7 @@ func (v *View) ReadResource(ctx context.Context, uriOrName string) (string, erro
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return "", fmt.Errorf("toolcache: no server in this job has resource %q", uriOrName)
+		return "", errors.New("no server in this job has it")
 	}
 	return "", errors.Join(errs...)
 }

@@ -1,0 +1,234 @@
+package toolcache
+
+// This file is the one place where the session layer handles JSON-RPC
+// messages itself instead of through mcp-go's client API. Everything else in
+// session.go goes through client.Client (Initialize, ListTools, CallTool,
+// ListResources, ReadResource, Ping, Discover, Listen), which keeps mcp-go's
+// request ids, pagination, per-request _meta and HTTP headers.
+//
+// It follows MCP 2025-11-25 (initialize handshake, notifications/cancelled,
+// Streamable HTTP sessions) and 2026-07-28 (sessionless: no handshake, the
+// version and client identity in every request's _meta, cancellation over
+// HTTP by closing the request's stream), whose tools/list result has the same
+// shape, {"tools": [...], "nextCursor": "..."}, as implemented by mcp-go
+// v1.2.1.
+//
+// What mcp-go's client API does not keep, and this file does:
+//
+//   - Tool schemas byte for byte. ListTools decodes each tool into mcp.Tool,
+//     whose InputSchema struct keeps only type, properties, required, $defs
+//     and additionalProperties, and rewrites "#/definitions/" references; the
+//     registry validates calls against the exact schema the server sent, and
+//     the normalised copy for providers keeps the server's key order (token
+//     counts). tapTransport keeps the raw result of every tools/list that
+//     mcp-go's ListTools sends, and rawToolsList decodes the tools from those
+//     bytes.
+//   - JSON-RPC error codes. mcp-go turns an error response into a Go error
+//     that keeps the code only for the standard ones; RPCError carries it.
+//   - notifications/cancelled over HTTP and SSE. mcp-go sends it only over
+//     stdio and in-process; on 2025-11-25 the server learns of a cancelled
+//     HTTP request no other way. (On 2026-07-28 closing the request's stream
+//     is the cancellation, and nothing is sent.)
+//   - Signs of life for the health check: any response or notification.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// tapTransport wraps a session's mcp-go transport. It implements the optional
+// interfaces mcp-go's client looks for only where the wrapped transport does
+// (see httpTapTransport): mcp-go decides by them whether it sends
+// notifications/cancelled itself and where the negotiated version goes.
+type tapTransport struct {
+	inner transport.Interface
+	s     *session
+}
+
+// httpTapTransport is tapTransport for Streamable HTTP and SSE.
+type httpTapTransport struct{ *tapTransport }
+
+var (
+	_ transport.BidirectionalInterface = (*tapTransport)(nil)
+	_ transport.HTTPConnection         = httpTapTransport{}
+)
+
+func newTap(inner transport.Interface, s *session) transport.Interface {
+	t := &tapTransport{inner: inner, s: s}
+	if _, ok := inner.(transport.HTTPConnection); ok {
+		return httpTapTransport{t}
+	}
+	return t
+}
+
+// captureKey marks a request context whose responses the tap records.
+type captureKey struct{}
+
+// capture is what the tap saw of the requests sent with one context.
+type capture struct {
+	mu      sync.Mutex
+	results []json.RawMessage // raw results, in order
+	rpcErr  *mcp.JSONRPCErrorDetails
+}
+
+func withCapture(ctx context.Context) (context.Context, *capture) {
+	c := &capture{}
+	return context.WithValue(ctx, captureKey{}, c), c
+}
+
+func (c *capture) rpcError() *mcp.JSONRPCErrorDetails {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rpcErr
+}
+
+func (c *capture) raw() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.results
+}
+
+func (t *tapTransport) Start(ctx context.Context) error { return t.inner.Start(ctx) }
+func (t *tapTransport) Close() error                    { return t.inner.Close() }
+func (t *tapTransport) GetSessionId() string            { return t.inner.GetSessionId() }
+
+func (t *tapTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.inner.SendRequest(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil && t.forwardsCancel(req.Method) {
+			t.s.sendCancelled(req.ID, ctx.Err())
+		}
+		return resp, err
+	}
+	t.s.heard()
+	if c, ok := ctx.Value(captureKey{}).(*capture); ok && resp != nil {
+		c.mu.Lock()
+		if resp.Error != nil {
+			e := *resp.Error
+			c.rpcErr = &e
+		} else {
+			c.results = append(c.results, resp.Result)
+		}
+		c.mu.Unlock()
+	}
+	return resp, nil
+}
+
+// forwardsCancel reports whether the tap must send notifications/cancelled
+// for an abandoned request: HTTP and SSE on a 2025-11-25-or-older session
+// (mcp-go does it for the other transports), never for the handshake.
+func (t *tapTransport) forwardsCancel(method string) bool {
+	if _, http := t.inner.(transport.HTTPConnection); !http || t.s.modern.Load() {
+		return false
+	}
+	return method != string(mcp.MethodInitialize) && method != string(mcp.MethodServerDiscover)
+}
+
+func (t *tapTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	return t.inner.SendNotification(ctx, n)
+}
+
+func (t *tapTransport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+	t.inner.SetNotificationHandler(func(n mcp.JSONRPCNotification) {
+		t.s.heard()
+		h(n)
+	})
+}
+
+func (t *tapTransport) SetRequestHandler(h transport.RequestHandler) {
+	if b, ok := t.inner.(transport.BidirectionalInterface); ok {
+		b.SetRequestHandler(h)
+	}
+}
+
+func (t httpTapTransport) SetProtocolVersion(v string) {
+	t.inner.(transport.HTTPConnection).SetProtocolVersion(v)
+}
+
+// RequiresLegacyProtocol is what mcp-go asks of a Streamable HTTP transport
+// that listens on the GET stream (removed in 2026-07-28).
+func (t httpTapTransport) RequiresLegacyProtocol() bool {
+	l, ok := t.inner.(interface{ RequiresLegacyProtocol() bool })
+	return ok && l.RequiresLegacyProtocol()
+}
+
+// SetConnectionLostHandler is how the SSE transport reports its stream ending.
+func (t httpTapTransport) SetConnectionLostHandler(h func(error)) {
+	if l, ok := t.inner.(interface{ SetConnectionLostHandler(func(error)) }); ok {
+		l.SetConnectionLostHandler(h)
+	}
+}
+
+// heard records a sign of life from the server.
+func (s *session) heard() { s.lastHeard.Store(time.Now().UnixNano()) }
+
+// heardSince reports whether the server sent anything after t.
+func (s *session) heardSince(t time.Time) bool { return s.lastHeard.Load() > t.UnixNano() }
+
+// sendCancelled tells the server to stop a request whose caller gave up.
+// Best effort, off the caller's path, and never after close has begun.
+func (s *session) sendCancelled(id mcp.RequestId, cause error) {
+	reason := "cancelled"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	n := mcp.JSONRPCNotification{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+		},
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.closing {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.c.GetTransport().SendNotification(ctx, n)
+	}()
+}
+
+// rawToolsList decodes the tools of the tools/list results the tap captured,
+// keeping schemas verbatim. kept names the tools mcp-go's ListTools returned:
+// on 2026-07-28 over HTTP it drops tools whose x-mcp-header annotations are
+// invalid, as the protocol requires, and so does this.
+func (s *session) rawToolsList(pages []json.RawMessage, kept []mcp.Tool) ([]Tool, error) {
+	keep := make(map[string]bool, len(kept))
+	for _, t := range kept {
+		keep[t.Name] = true
+	}
+	var tools []Tool
+	seen := map[string]bool{}
+	for _, raw := range pages {
+		var page struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("server %q: tools/list: %w", s.server, err)
+		}
+		for _, rt := range page.Tools {
+			t, err := toolFromRaw(s.server, rt)
+			if err != nil {
+				return nil, fmt.Errorf("server %q: tools/list: %w", s.server, err)
+			}
+			if keep[t.Original] && !seen[t.Original] && s.cfg.toolAllowed(t.Original) {
+				seen[t.Original] = true
+				tools = append(tools, t)
+			}
+		}
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Original < tools[j].Original })
+	return tools, nil
+}
