@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -48,11 +49,25 @@ func NewCaller(nc *nats.Conn, jobID, secret string, o Options) (*Caller, error) 
 func (c *Caller) Subject() string { return c.subject }
 
 // Retry pacing while nobody listens on the subject (the submitter may be
-// reconnecting): the worker keeps asking until its timeout.
+// reconnecting): the worker keeps asking until its timeout, waiting
+// firstRetry, then twice as long each time, at most maxRetry.
 const (
 	firstRetry = 100 * time.Millisecond
 	maxRetry   = 2 * time.Second
 )
+
+// republishBackOff paces the requests sent while nobody listens: exact
+// doubling (no jitter) from firstRetry to maxRetry, for as long as the call's
+// deadline allows rather than an elapsed-time limit of its own.
+func republishBackOff() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(firstRetry),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0),
+		backoff.WithMaxInterval(maxRetry),
+		backoff.WithMaxElapsedTime(0),
+	)
+}
 
 // Call asks the submitter to run the tool name with args (a JSON object;
 // empty means {}) and waits for its answer, at most the configured timeout.
@@ -109,7 +124,7 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		return toolcache.Result{}, err
 	}
 	var (
-		backoff     time.Duration
+		pace        = republishBackOff()
 		republishAt time.Time // non-zero: ask again then
 		listening   = true
 	)
@@ -125,8 +140,7 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 			// Nobody subscribed (the submitter may be reconnecting): ask
 			// again a little later, until the timeout.
 			listening = false
-			backoff = min(max(2*backoff, firstRetry), maxRetry)
-			republishAt = time.Now().Add(backoff)
+			republishAt = time.Now().Add(pace.NextBackOff())
 			continue
 		case err == nil:
 		case ctx.Err() != nil:

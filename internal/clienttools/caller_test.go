@@ -94,6 +94,20 @@ func TestNoSubmitter(t *testing.T) {
 	}
 }
 
+// The republish pace doc.go promises: 100 ms doubling to 2 s, then 2 s for
+// as long as the call lasts.
+func TestRepublishBackOff(t *testing.T) {
+	t.Parallel()
+	b := republishBackOff()
+	ms := time.Millisecond
+	want := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 2000 * ms, 2000 * ms, 2000 * ms}
+	for i, w := range want {
+		if got := b.NextBackOff(); got != w {
+			t.Errorf("wait %d = %v, want %v", i+1, got, w)
+		}
+	}
+}
+
 // A submitter that subscribes after the first request (found no responder)
 // still gets asked again before the timeout.
 func TestLateSubmitter(t *testing.T) {
