@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -205,12 +206,13 @@ func lockDataDir(dir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("embedded NATS data directory: %w", err)
 	}
 	// A server of this process that just shut down releases the lock a
-	// moment after WaitForShutdown returns: allow it that moment.
-	err = lockFile(f)
-	for deadline := time.Now().Add(lockWait); err != nil && time.Now().Before(deadline); {
-		time.Sleep(lockWait / 40)
-		err = lockFile(f)
-	}
+	// moment after WaitForShutdown returns: allow it that moment, trying
+	// again after 10 ms, growing to 50 ms, for at most lockWait.
+	err = backoff.Retry(func() error { return lockFile(f) }, backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(lockWait/200),
+		backoff.WithMaxInterval(lockWait/40),
+		backoff.WithMaxElapsedTime(lockWait),
+	))
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("embedded NATS data directory %s is in use by another running server (%v): "+

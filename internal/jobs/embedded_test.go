@@ -2,8 +2,11 @@ package jobs
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEmbeddedRefusesSharedStoreAndBusyPort: two embedded servers on one
@@ -42,4 +45,26 @@ func TestEmbeddedRefusesSharedStoreAndBusyPort(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "NATS_URL=nats://"+ln.Addr().String()) {
 		t.Errorf("busy port: %v", err)
 	}
+}
+
+// TestLockDataDirWaitsForRelease: a lock released shortly after the start
+// (as a server of this process that just shut down releases it) is taken
+// within lockWait rather than refused.
+func TestLockDataDirWaitsForRelease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	holder, err := os.OpenFile(filepath.Join(dir, "jetagent.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lockFile(holder); err != nil {
+		t.Fatal(err)
+	}
+	release := time.AfterFunc(lockWait/10, func() { _ = holder.Close() })
+	defer release.Stop()
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatalf("lock released during the wait: %v", err)
+	}
+	unlock()
 }
