@@ -11,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +64,7 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 type batchResult struct {
 	Line int `json:"line"`
 	*jobs.Result
+	err error // why the line has no outcome of the job's own (errNotSubmitted, errStoppedWaiting, ...); nil if it has
 }
 
 func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
@@ -121,7 +121,7 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				results <- batchResult{Line: l.n, Result: c.runOne(cl, l, f.detach)}
+				results <- c.runOne(cl, l, f.detach)
 			})
 		}
 		wg.Wait()
@@ -148,10 +148,10 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 	return exitOK, nil
 }
 
-// Batch outcomes that are not a job's own: the error text says which.
-const (
-	notSubmitted = "not submitted: interrupted"
-	goesOn       = "interrupted: stopped waiting; the job goes on"
+// Batch outcomes that are not a job's own (the progress counts them).
+var (
+	errNotSubmitted   = errors.New("not submitted: interrupted")
+	errStoppedWaiting = errors.New("interrupted: stopped waiting; the job goes on")
 )
 
 // submitTimeout bounds one submission once started: an interrupt does not
@@ -161,21 +161,21 @@ const submitTimeout = 30 * time.Second
 // runOne submits one batch job and, unless detach, waits for its end. After
 // an interrupt (c.ctx done) it submits nothing more, and a job it waits for
 // is reported as it stands: it goes on without us.
-func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) *jobs.Result {
+func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) batchResult {
 	job := *l.job
-	fail := func(err error) *jobs.Result {
+	fail := func(err error) batchResult {
 		id := job.ID
 		if id == "" {
 			id = fmt.Sprintf("line-%d", l.n)
 		}
-		return &jobs.Result{ID: id, Queue: job.Queue, Status: jobs.StatusFailed,
-			Error: err.Error(), Metadata: job.Metadata}
+		return batchResult{Line: l.n, err: err, Result: &jobs.Result{ID: id, Queue: job.Queue, Status: jobs.StatusFailed,
+			Error: err.Error(), Metadata: job.Metadata}}
 	}
 	if l.err != nil {
 		return fail(l.err)
 	}
 	if c.ctx.Err() != nil {
-		return fail(errors.New(notSubmitted))
+		return fail(errNotSubmitted)
 	}
 	if job.ID == "" {
 		// Named here, so the result of a submission that fails half-way
@@ -194,16 +194,16 @@ func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) *jobs.Result {
 	if detach || rc.State.Status.Terminal() {
 		res := resultOf(rc.State)
 		res.Metadata = job.Metadata
-		return res
+		return batchResult{Line: l.n, Result: res}
 	}
 	st, err := cl.Wait(c.ctx, rc.ID)
 	if err == nil {
 		// An answer too large for the state is read back in full; should
 		// that fail, the preview and its reference are the result.
 		if res, err := cl.FullResult(c.ctx, resultOf(st)); err == nil {
-			return res
+			return batchResult{Line: l.n, Result: res}
 		}
-		return resultOf(st)
+		return batchResult{Line: l.n, Result: resultOf(st)}
 	}
 	if c.ctx.Err() == nil {
 		return fail(err)
@@ -215,8 +215,9 @@ func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) *jobs.Result {
 	} else {
 		st = rc.State
 	}
-	return &jobs.Result{ID: rc.ID, Queue: rc.Queue, Status: st.Status, Metadata: job.Metadata,
-		Error: fmt.Sprintf("%s (submit watch %s)", goesOn, rc.ID)}
+	err = fmt.Errorf("%w (submit watch %s)", errStoppedWaiting, rc.ID)
+	return batchResult{Line: l.n, err: err, Result: &jobs.Result{ID: rc.ID, Queue: rc.Queue, Status: st.Status,
+		Metadata: job.Metadata, Error: err.Error()}}
 }
 
 // progress reports batch progress: a bar (done, failed, ETA) on a
@@ -276,9 +277,9 @@ func (p *progress) done(res batchResult) {
 	if !p.ok(res.Result) {
 		p.failed++
 		switch {
-		case strings.HasPrefix(res.Error, goesOn):
+		case errors.Is(res.err, errStoppedWaiting):
 			p.goesOn++
-		case strings.HasSuffix(res.Error, notSubmitted):
+		case errors.Is(res.err, errNotSubmitted):
 			p.notSent++
 		}
 	}

@@ -4,45 +4,45 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/jetagent/jetagent/internal/jobs"
 )
 
-// idCommand parses "CMD [flags] ID".
-func (c *cli) idCommand(name string, args []string, extra func(*flag.FlagSet)) (string, bool, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // run reports the parse error once
-	fs.Usage = func() {}
-	asJSON := fs.Bool("json", false, "JSON output")
+// idCommand is "NAME [flags] ID": --json, the flags extra adds, and one
+// job id for do.
+func (c *cli) idCommand(name, short string, extra func(*pflag.FlagSet), do func(id string, asJSON bool) (int, error)) *command {
+	fs := newFlagSet(name)
+	asJSON := fs.Bool("json", false, "machine-readable output (JSON)")
 	if extra != nil {
 		extra(fs)
 	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", false, err
-		}
-		return "", false, usageError{err.Error()}
-	}
-	if len(pos) != 1 {
-		return "", false, usagef("%s takes one job id", name)
-	}
-	if !jobs.ValidID(pos[0]) { // no such job can exist: watch would wait for ever
-		return "", false, usagef("%q is not a job id (1 to 128 letters, digits, _ and -)", pos[0])
-	}
-	return pos[0], *asJSON, nil
+	return &command{name: name, use: "[flags] ID", short: short, flags: fs,
+		run: func(pos []string) (int, error) {
+			if len(pos) != 1 {
+				return 0, usagef("%s takes one job id", name)
+			}
+			if !jobs.ValidID(pos[0]) { // no such job can exist: watch would wait for ever
+				return 0, usagef("%q is not a job id (1 to 128 letters, digits, _ and -)", pos[0])
+			}
+			return do(pos[0], *asJSON)
+		}}
 }
 
-func (c *cli) status(args []string) (int, error) {
-	id, asJSON, err := c.idCommand("status", args, nil)
-	if err != nil {
-		return 0, err
-	}
+func (c *cli) transcriptCommand() *command {
+	var raw bool
+	return c.idCommand("transcript", "the stored transcript (reflected; --raw: what the model saw)",
+		func(fs *pflag.FlagSet) {
+			fs.BoolVar(&raw, "raw", false, "the raw transcript (what the model saw)")
+		},
+		func(id string, asJSON bool) (int, error) { return c.transcript(id, raw, asJSON) })
+}
+
+func (c *cli) status(id string, asJSON bool) (int, error) {
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err
@@ -93,11 +93,7 @@ func (c *cli) status(args []string) (int, error) {
 	return exitOK, tw.Flush()
 }
 
-func (c *cli) watch(args []string) (int, error) {
-	id, asJSON, err := c.idCommand("watch", args, nil)
-	if err != nil {
-		return 0, err
-	}
+func (c *cli) watch(id string, asJSON bool) (int, error) {
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err
@@ -108,14 +104,7 @@ func (c *cli) watch(args []string) (int, error) {
 	return c.follow(cl, id, asJSON)
 }
 
-func (c *cli) transcript(args []string) (int, error) {
-	var raw bool
-	id, asJSON, err := c.idCommand("transcript", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&raw, "raw", false, "the raw transcript (what the model saw)")
-	})
-	if err != nil {
-		return 0, err
-	}
+func (c *cli) transcript(id string, raw, asJSON bool) (int, error) {
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err
@@ -159,11 +148,7 @@ func (c *cli) noTranscript(cl *jobs.Client, id string) error {
 // cancelWait bounds how long cancel waits for the job to stop.
 const cancelWait = 30 * time.Second
 
-func (c *cli) cancel(args []string) (int, error) {
-	id, asJSON, err := c.idCommand("cancel", args, nil)
-	if err != nil {
-		return 0, err
-	}
+func (c *cli) cancel(id string, asJSON bool) (int, error) {
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/nats-io/nats.go"
+	"github.com/spf13/pflag"
 
 	"github.com/jetagent/jetagent/internal/jobs"
 )
@@ -56,46 +56,39 @@ type cli struct {
 // run is main without the process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help") {
-		c.usage(stdout)
-		return exitOK
-	}
-	if err := c.loadEnv(); err != nil {
-		fmt.Fprintf(stderr, "submit: %v\n", err)
-		return exitUsage
-	}
-	cmd, rest := "", args
+	cmds := c.commands()
+	cmd, rest := cmds[0], args
 	if len(args) > 0 {
-		switch args[0] {
-		case "status", "watch", "transcript", "cancel":
-			cmd, rest = args[0], args[1:]
+		if args[0] == "help" { // submit help [COMMAND]
+			help := cmds[0]
+			if len(args) > 1 {
+				help = findCommand(cmds, args[1])
+			}
+			c.usage(stdout, cmds, help)
+			return exitOK
+		}
+		// A command's name selects it only as the first argument: a task
+		// that begins with one is given after a flag, after --, or quoted.
+		if k := findCommand(cmds, args[0]); k != cmds[0] {
+			cmd, rest = k, args[1:]
 		}
 	}
-	var code int
-	var err error
-	switch cmd {
-	case "":
-		code, err = c.submit(rest)
-	case "status":
-		code, err = c.status(rest)
-	case "watch":
-		code, err = c.watch(rest)
-	case "transcript":
-		code, err = c.transcript(rest)
-	case "cancel":
-		code, err = c.cancel(rest)
-	}
+	code, err := c.runCommand(cmd, rest)
 	if c.nc != nil {
 		c.nc.Close()
 	}
 	var ue usageError
+	var ee envError
 	switch {
+	case errors.Is(err, pflag.ErrHelp):
+		c.usage(stdout, cmds, cmd)
+		return exitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "submit: %v (see submit --help)\n", err)
 		return exitUsage
-	case errors.Is(err, flag.ErrHelp):
-		c.usage(stdout)
-		return exitOK
+	case errors.As(err, &ee):
+		fmt.Fprintf(stderr, "submit: %v\n", err)
+		return exitUsage
 	case err != nil:
 		fmt.Fprintf(stderr, "submit: %v\n", err)
 		return exitFailed
@@ -103,11 +96,87 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
-type usageError struct{ msg string }
+// A command is one form of the command line: submitting a task or a batch
+// (name ""), or a subcommand. Its flags are defined once; parsing and the
+// help both come from them.
+type command struct {
+	name  string
+	use   string // what follows the name in the help
+	short string // what it does, for the help
+	flags *pflag.FlagSet
+	run   func(pos []string) (int, error) // after the flags parsed and the environment loaded
+}
 
-func (e usageError) Error() string { return e.msg }
+func newFlagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run reports a parse error once
+	fs.Usage = func() {}     // and prints the help on --help
+	fs.SortFlags = false     // the help lists them as defined
+	return fs
+}
 
-func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+func (c *cli) commands() []*command {
+	return []*command{
+		c.submitCommand(),
+		c.idCommand("status", "the job's state", nil, c.status),
+		c.idCommand("watch", "follow a job's events until it ends", nil, c.watch),
+		c.transcriptCommand(),
+		c.idCommand("cancel", "cancel a job and wait until it has stopped", nil, c.cancel),
+	}
+}
+
+// findCommand is the subcommand called name, or the submitting command.
+func findCommand(cmds []*command, name string) *command {
+	for _, k := range cmds[1:] {
+		if k.name == name {
+			return k
+		}
+	}
+	return cmds[0]
+}
+
+// runCommand parses cmd's flags (interspersed with its arguments; after
+// "--" everything is an argument), loads the environment and runs it.
+func (c *cli) runCommand(cmd *command, args []string) (int, error) {
+	if err := cmd.flags.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0, err
+		}
+		return 0, flagError(cmd.flags, err)
+	}
+	if err := c.loadEnv(); err != nil {
+		return 0, envError{err}
+	}
+	return cmd.run(cmd.flags.Args())
+}
+
+// usageError is a command line submit cannot act on (exit 2, with a
+// pointer to the help).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// flagError is a flag parse error as a usage error. A long flag given with
+// one dash (-json, as Go's flag package allowed) parses as shorthands,
+// which submit has none of; the error says how to write it.
+func flagError(fs *pflag.FlagSet, err error) error {
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		if name, _, _ := strings.Cut(ne.GetSpecifiedShortnames(), "="); len(name) > 1 && fs.Lookup(name) != nil {
+			return usagef("%w: a long flag takes two dashes: --%s", err, name)
+		}
+	}
+	return usageError{err}
+}
+
+// envError is an environment submit cannot run with (exit 2).
+type envError struct{ err error }
+
+func (e envError) Error() string { return e.err.Error() }
+func (e envError) Unwrap() error { return e.err }
 
 func (c *cli) loadEnv() error {
 	if err := envconfig.Process("JETAGENT", &c.settings); err != nil {
@@ -150,33 +219,14 @@ func (c *cli) connect() (*jobs.Client, error) {
 	return cl, nil
 }
 
-// parseInterspersed parses flags that may follow positional arguments
-// (submit "task" --detach) and returns the positionals; everything after
-// "--" is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			break
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
-	return pos, nil
-}
-
-func (c *cli) usage(w io.Writer) {
-	fmt.Fprint(w, `submit sends tasks to jetagent workers over NATS JetStream and follows them.
+// longHelp is the help's description of the command line; the flags and
+// the environment are listed from their definitions after it.
+const longHelp = `submit sends tasks to jetagent workers over NATS JetStream and follows them.
 
 Usage:
   submit [flags] "task"          submit a task (or read it from stdin), follow its
                                  events and print the final answer
+  submit [flags] -- status ...   a task that begins with a command's name
   submit [flags] --file FILE     submit a batch: one job per line (a JSON job object
                                  or a JSON string task); progress on stderr
   submit status ID               the job's state
@@ -184,50 +234,50 @@ Usage:
   submit transcript ID [--raw]   the stored transcript (reflected; --raw: what the
                                  model saw)
   submit cancel ID               cancel a job and wait until it has stopped
+  submit help [COMMAND]          this help, or a command's
 
-Flags of submit:
-  --id ID              job id (default: a new ULID); resubmitting an id within
-                       the duplicate window does not queue it twice
-  --queue NAME         queue (default "default")
-  --model NAME         model override
-  --system TEXT        system prompt override
-  --mode MODE          tool mode: auto, full, deferred, search, code
-  --servers a,b        MCP servers from the operator's configuration (default: all)
-  --allow GLOBS        tool name globs to allow (comma-separated)
-  --deny GLOBS         tool name globs to deny (comma-separated)
-  --max-rounds N       LLM rounds limit
-  --timeout DUR        job timeout, e.g. 90s, 5m
-  --meta k=v           metadata (repeatable)
-  --job FILE           a whole job as JSON (the flags above override its fields)
-  --local-mcp FILE     offer the tools of these local MCP servers (same file
-                       format as the worker's) as client tools, answered here
-  --detach             print the job id and return without following (batch:
-                       submit every line and write receipts, without waiting)
-  --file FILE          batch mode ("-" reads stdin)
-  --parallel N         batch: jobs in flight at once (default 8)
-  --out FILE           batch: write one result (JSON, with its "line") per job
-  --json               machine-readable output (JSON lines) everywhere
+Flags may come before or after the arguments.
+`
 
-Ctrl-C stops following, not the job (submit watch ID resumes; submit cancel
+const footHelp = `Ctrl-C stops following, not the job (submit watch ID resumes; submit cancel
 ID stops it); an interrupted batch submits no further lines.
 
 Exit status: 0 when the job (every batch job) succeeded, 1 when one did not or
 on error, 2 on a usage error.
+`
 
-Environment (variable, default, meaning):
-`)
+// helpWidth is where flag descriptions wrap.
+const helpWidth = 80
+
+// usage prints the help of cmd: for submitting, the whole help (every
+// command and flag, and the environment); for a subcommand, its own.
+func (c *cli) usage(w io.Writer, cmds []*command, cmd *command) {
+	if cmd.name != "" {
+		fmt.Fprintf(w, "submit %s %s: %s\n\nFlags:\n%s\nsubmit --help lists every command, flag and environment variable.\n",
+			cmd.name, cmd.use, cmd.short, cmd.flags.FlagUsagesWrapped(helpWidth))
+		return
+	}
+	fmt.Fprintf(w, "%s\nFlags of submit:\n%s\n", longHelp, cmd.flags.FlagUsagesWrapped(helpWidth))
+	// Subcommands with the same flags share a list.
+	var order []string
+	names := map[string][]string{}
+	for _, k := range cmds[1:] {
+		u := k.flags.FlagUsagesWrapped(helpWidth)
+		if names[u] == nil {
+			order = append(order, u)
+		}
+		names[u] = append(names[u], k.name)
+	}
+	for _, u := range order {
+		fmt.Fprintf(w, "Flags of %s:\n%s\n", strings.Join(names[u], ", "), u)
+	}
+	fmt.Fprintf(w, "%s\nEnvironment (variable, default, meaning):\n", footHelp)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	tmpl := "{{range .}}  {{usage_key .}}\t{{with usage_default .}}{{.}}{{else}}-{{end}}\t{{usage_description .}}\n{{end}}"
 	_ = envconfig.Usagef("", &jobs.NATSConfig{}, tw, tmpl)
 	_ = envconfig.Usagef("JETAGENT", &Settings{}, tw, tmpl)
 	_ = tw.Flush()
 }
-
-// stringList is a repeatable flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func splitList(s string) []string {
 	if s == "" {

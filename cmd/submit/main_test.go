@@ -152,6 +152,26 @@ func TestSubmitCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("a task that begins with a command's name", func(t *testing.T) {
+		for _, tc := range []struct {
+			args     []string
+			id, task string
+		}{
+			{[]string{"--id", "word-1", "status"}, "word-1", "status"},
+			{[]string{"--detach", "--id", "word-2", "--", "watch", "--json"}, "word-2", "watch --json"},
+			{[]string{"cancel the build", "--id", "word-3"}, "word-3", "cancel the build"},
+		} {
+			if res := submitCmd(t, "", tc.args...); res.code != 0 {
+				t.Fatalf("%v: %+v", tc.args, res)
+			}
+			var st jobs.State
+			res := submitCmd(t, "", "status", "--json", tc.id)
+			if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || st.Task != tc.task {
+				t.Errorf("%v: want task %q, got %+v", tc.args, tc.task, res)
+			}
+		}
+	})
+
 	t.Run("failure exits non-zero", func(t *testing.T) {
 		res := submitCmd(t, "", "fail:boom", "--id", "failing")
 		if res.code != 1 || !strings.Contains(res.stderr, "job failing failed: boom") {

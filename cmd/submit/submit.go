@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
@@ -24,34 +24,40 @@ type jobFlags struct {
 	servers, allow, deny, timeout    string
 	jobFile, localMCP, file, outFile string
 	maxRounds, parallel              int
-	meta                             stringList
+	meta                             []string
 	detach, json                     bool
 	set                              map[string]bool // flags given on the command line
 }
 
-func (c *cli) submitFlags(f *jobFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // run reports the parse error once
-	fs.Usage = func() {}
-	fs.StringVar(&f.id, "id", "", "job id")
-	fs.StringVar(&f.queue, "queue", "", "queue")
-	fs.StringVar(&f.model, "model", "", "model")
-	fs.StringVar(&f.system, "system", "", "system prompt")
-	fs.StringVar(&f.mode, "mode", "", "tool mode")
-	fs.StringVar(&f.servers, "servers", "", "MCP servers")
-	fs.StringVar(&f.allow, "allow", "", "tool globs to allow")
-	fs.StringVar(&f.deny, "deny", "", "tool globs to deny")
-	fs.StringVar(&f.timeout, "timeout", "", "job timeout")
-	fs.IntVar(&f.maxRounds, "max-rounds", 0, "LLM rounds limit")
-	fs.Var(&f.meta, "meta", "metadata k=v")
-	fs.StringVar(&f.jobFile, "job", "", "job JSON file")
-	fs.StringVar(&f.localMCP, "local-mcp", "", "local MCP servers file")
-	fs.BoolVar(&f.detach, "detach", false, "do not follow")
-	fs.StringVar(&f.file, "file", "", "batch file")
-	fs.IntVar(&f.parallel, "parallel", 8, "batch jobs in flight")
-	fs.StringVar(&f.outFile, "out", "", "batch results file")
-	fs.BoolVar(&f.json, "json", false, "JSON output")
-	return fs
+// submitCommand is submitting a task, or a batch with --file. In the
+// usage texts, the back-quoted word names the flag's value in the help.
+func (c *cli) submitCommand() *command {
+	f := &jobFlags{}
+	fs := newFlagSet("submit")
+	fs.StringVar(&f.id, "id", "", "job `ID` (default: a new ULID); resubmitting an id within the duplicate window does not queue it twice")
+	fs.StringVar(&f.queue, "queue", jobs.DefaultQueue, "queue `NAME`")
+	fs.StringVar(&f.model, "model", "", "model `NAME`, instead of the worker's")
+	fs.StringVar(&f.system, "system", "", "system prompt `TEXT`, instead of the worker's")
+	fs.StringVar(&f.mode, "mode", "", "tool `MODE`: auto, full, deferred, search, code")
+	fs.StringVar(&f.servers, "servers", "", "the MCP servers `a,b` of the operator's configuration (default: all; \"\": none)")
+	fs.StringVar(&f.allow, "allow", "", "tool name `GLOBS` to allow (comma-separated)")
+	fs.StringVar(&f.deny, "deny", "", "tool name `GLOBS` to deny (comma-separated)")
+	fs.IntVar(&f.maxRounds, "max-rounds", 0, "at most `N` LLM rounds")
+	fs.StringVar(&f.timeout, "timeout", "", "job timeout `DUR`, e.g. 90s, 5m")
+	fs.StringArrayVar(&f.meta, "meta", nil, "metadata `k=v` (repeatable)")
+	fs.StringVar(&f.jobFile, "job", "", "a whole job as JSON in `FILE` (the flags above override its fields)")
+	fs.StringVar(&f.localMCP, "local-mcp", "", "offer the tools of the local MCP servers in `FILE` (the worker's format) as client tools, answered here")
+	fs.BoolVar(&f.detach, "detach", false, "print the job id and return without following (batch: submit every line and write receipts, without waiting)")
+	fs.StringVar(&f.file, "file", "", "batch mode: the jobs of `FILE`, one a line (\"-\" reads stdin)")
+	fs.IntVar(&f.parallel, "parallel", 8, "batch: `N` jobs in flight at once")
+	fs.StringVar(&f.outFile, "out", "", "batch: write one result (JSON, with its \"line\") per job to `FILE`")
+	fs.BoolVar(&f.json, "json", false, "machine-readable output (JSON lines) everywhere")
+	return &command{flags: fs, use: `[flags] "task" | --file FILE`, short: "submit a task or a batch",
+		run: func(pos []string) (int, error) {
+			f.set = map[string]bool{}
+			fs.Visit(func(fl *pflag.Flag) { f.set[fl.Name] = true })
+			return c.submit(f, pos)
+		}}
 }
 
 // apply sets the job fields given as flags. In batch mode flags are
@@ -106,18 +112,8 @@ func (f *jobFlags) apply(j *jobs.Job, override bool) error {
 	return nil
 }
 
-func (c *cli) submit(args []string) (int, error) {
-	var f jobFlags
-	fs := c.submitFlags(&f)
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, err
-		}
-		return 0, usageError{err.Error()}
-	}
-	f.set = map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
+	var err error
 	var jobData []byte
 	if f.jobFile != "" {
 		if jobData, err = os.ReadFile(f.jobFile); err != nil {
@@ -137,7 +133,7 @@ func (c *cli) submit(args []string) (int, error) {
 				return 0, fmt.Errorf("--job %s: %w", f.jobFile, err)
 			}
 		}
-		return c.batch(&f, base)
+		return c.batch(f, base)
 	}
 	task := strings.TrimSpace(strings.Join(pos, " "))
 	if task == "" && !hasTask(jobData) && !isTerminal(c.stdin) {
@@ -381,12 +377,8 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// isTerminal reports whether r or w is a terminal (a character device).
+// isTerminal reports whether x (stdin, stderr) is a terminal.
 func isTerminal(x any) bool {
-	f, ok := x.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	f, ok := x.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
 }

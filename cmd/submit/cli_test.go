@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+)
+
+// runQuiet runs the command with no stdin and no server, for what submit
+// decides before it connects (help, usage errors).
+func runQuiet(args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// TestHelpFromFlags: the help lists every flag as defined (with its value
+// name and default), every command, and the environment, however it is
+// asked for; a command's own help lists its flags.
+func TestHelpFromFlags(t *testing.T) {
+	t.Parallel()
+	cmds := (&cli{}).commands()
+	var every []string
+	for _, k := range cmds {
+		k.flags.VisitAll(func(f *pflag.Flag) {
+			name, _ := pflag.UnquoteUsage(f)
+			every = append(every, strings.TrimSpace("--"+f.Name+" "+name))
+		})
+		if k.name != "" {
+			every = append(every, "submit "+k.name+" ")
+		}
+	}
+	every = append(every, "NATS_URL", "JETAGENT_PREFIX", "Exit status", `(default "default")`, "(default 8)",
+		"--meta k=v", "--servers a,b", "-- status")
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, every},
+		{[]string{"-h"}, every},
+		{[]string{"-help"}, every},
+		{[]string{"help"}, every},
+		{[]string{"echo:x", "--detach", "--help"}, every},
+		{[]string{"status", "--help"}, []string{"submit status [flags] ID: the job's state", "--json", "submit --help lists"}},
+		{[]string{"help", "transcript"}, []string{"submit transcript [flags] ID", "--json", "--raw", "what the model saw"}},
+		{[]string{"cancel", "some-id", "-h"}, []string{"submit cancel [flags] ID", "--json"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			res := runQuiet(tc.args...)
+			if res.code != exitOK || res.stderr != "" {
+				t.Fatalf("%+v", res)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.stdout, w) {
+					t.Errorf("help lacks %q:\n%s", w, res.stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestReadmeAgreesWithHelp: every flag and command README.md's examples
+// ("Using it") show is one the help lists.
+func TestReadmeAgreesWithHelp(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := runQuiet("--help").stdout
+	flagRE := regexp.MustCompile(`--[a-z][a-z-]*`)
+	var lines int
+	for _, l := range strings.Split(string(b), "\n") {
+		cmdline, ok := strings.CutPrefix(l, "bin/submit ") // the command lines of the examples
+		if !ok {
+			continue
+		}
+		lines++
+		cmdline, _, _ = strings.Cut(cmdline, "#")
+		for _, f := range flagRE.FindAllString(cmdline, -1) {
+			if !strings.Contains(help, "      "+f+" ") && !strings.Contains(help, "      "+f+"[") {
+				t.Errorf("README's %q: the help does not list %s", l, f)
+			}
+		}
+		if w := strings.Fields(cmdline); len(w) > 1 && w[1] == "ID" && !strings.Contains(help, "submit "+w[0]+" ID") {
+			t.Errorf("README's %q: the help does not list submit %s", l, w[0])
+		}
+	}
+	if lines < 5 {
+		t.Errorf("found %d bin/submit lines in README.md", lines)
+	}
+}
+
+// TestFlagErrors: a bad command line exits 2 with its reason said once,
+// before anything connects; a long flag with one dash says how to write it.
+func TestFlagErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+		once string // said exactly once
+	}{
+		{[]string{"--bogus", "echo:x"}, "unknown flag: --bogus", "-bogus"},
+		{[]string{"status", "--bogus", "x"}, "unknown flag: --bogus", "-bogus"},
+		{[]string{"-detach", "echo:x"}, "a long flag takes two dashes: --detach", "two dashes"},
+		{[]string{"transcript", "x", "-raw"}, "a long flag takes two dashes: --raw", "two dashes"},
+		{[]string{"echo:x", "-id=x"}, "a long flag takes two dashes: --id", "--id"},
+		{[]string{"--max-rounds", "five", "echo:x"}, `invalid argument "five" for "--max-rounds"`, "max-rounds"},
+		{[]string{"echo:x", "--queue"}, "flag needs an argument: --queue", "--queue"},
+		{[]string{"--file", "tasks.jsonl", "status"}, "--file and a task argument are exclusive", "exclusive"},
+		{[]string{"--meta", "novalue", "echo:x"}, `--meta "novalue": want key=value`, "novalue"},
+		{[]string{"watch"}, "watch takes one job id", "watch"},
+		{[]string{"cancel", "a", "b"}, "cancel takes one job id", "cancel"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			res := runQuiet(tc.args...)
+			if res.code != exitUsage || !strings.Contains(res.stderr, tc.want) || strings.Count(res.stderr, tc.once) != 1 ||
+				!strings.HasSuffix(res.stderr, " (see submit --help)\n") || res.stdout != "" {
+				t.Errorf("want exit 2 and %q once\ngot %+v", tc.want, res)
+			}
+		})
+	}
+}
+
+// TestBatchOutcomesByError: the progress counts a line as interrupted by
+// the error it carries, not by its text: a job's own error reading the
+// same is the job's failure.
+func TestBatchOutcomesByError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name            string
+		err             error
+		text            string
+		goesOn, notSent int
+		summed          bool
+	}{
+		{name: "not submitted", err: errNotSubmitted, text: errNotSubmitted.Error(), notSent: 1, summed: true},
+		{name: "stopped waiting", err: fmt.Errorf("%w (submit watch j)", errStoppedWaiting), text: "…", goesOn: 1, summed: true},
+		{name: "a line's own error", err: errors.New("want a JSON object"), text: "want a JSON object"},
+		{name: "a job's error in the same words", text: errNotSubmitted.Error()},
+		{name: "a job's error in the other words", text: errStoppedWaiting.Error() + " (submit watch j)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var w bytes.Buffer
+			p := newProgress(&w, 1, false, false)
+			p.done(batchResult{Line: 1, err: tc.err, Result: &jobs.Result{ID: "j", Status: jobs.StatusFailed, Error: tc.text}})
+			p.finish()
+			if p.goesOn != tc.goesOn || p.notSent != tc.notSent || strings.Contains(w.String(), "still going on (submit watch ID)") != tc.summed {
+				t.Errorf("goes on %d, not sent %d:\n%s", p.goesOn, p.notSent, w.String())
+			}
+		})
+	}
+}
