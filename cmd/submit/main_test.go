@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/schemas"
@@ -44,7 +45,7 @@ func (r *echoRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*
 		return nil, errors.New(arg)
 	case "big": // more than a 32 KiB max_payload carries
 		_ = env.Emit(ctx, "tool.result", 1, map[string]any{"name": "cat", "output": bigOutput, "duration_ms": 1})
-		return &jobs.Outcome{Answer: bigAnswer, Rounds: 1, StopReason: "final_answer"}, nil
+		return &jobs.Outcome{Result: agentloop.Result{Answer: bigAnswer, Rounds: 1, StopReason: "final_answer"}}, nil
 	case "bigfail":
 		return nil, errors.New(bigError)
 	case "block":
@@ -53,9 +54,9 @@ func (r *echoRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*
 		return nil, ctx.Err()
 	}
 	_ = env.Emit(ctx, "tool.call", 1, map[string]string{"name": "echo", "arguments": `{"text":"` + arg + `"}`})
-	return &jobs.Outcome{Answer: arg, Rounds: 1, Mode: "full", StopReason: "final_answer", Messages: []llm.Message{
-		{Role: llm.RoleUser, Content: job.Task}, {Role: llm.RoleAssistant, Content: arg},
-	}}, nil
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: job.Task}, {Role: llm.RoleAssistant, Content: arg}}
+	return &jobs.Outcome{Result: agentloop.Result{Answer: arg, Rounds: 1, Mode: "full", StopReason: "final_answer", Messages: msgs},
+		Reflected: msgs}, nil
 }
 
 // What echoRunner's "big" and "bigfail" produce.

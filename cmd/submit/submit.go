@@ -351,9 +351,7 @@ func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error)
 		_ = pool.Close()
 		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
 	}
-	for _, d := range decls {
-		job.ClientTools = append(job.ClientTools, jobs.ClientTool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema})
-	}
+	job.ClientTools = append(job.ClientTools, decls...)
 	stopServe, err := clienttools.Serve(c.ctx, c.nc, job.ID, secret, clienttools.LocalMCPHandler(view),
 		clienttools.Options{Prefix: c.settings.Prefix})
 	if err != nil {

@@ -42,7 +42,7 @@ func clientJob(t *testing.T, id, tool string) *jobs.Job {
 		t.Fatal(err)
 	}
 	return &jobs.Job{ID: id, Task: "ask:" + tool, Servers: []string{}, ClientSecret: secret,
-		ClientTools: []jobs.ClientTool{{Name: tool, Description: "Ask the person at the keyboard.", InputSchema: askSchema}}}
+		ClientTools: []clienttools.Decl{{Name: tool, Description: "Ask the person at the keyboard.", InputSchema: askSchema}}}
 }
 
 // serveClient answers the job's client tools with h (the submitter's side,
@@ -234,12 +234,12 @@ func TestClientToolDeclarationsAtTheDoor(t *testing.T) {
 	h := startClientWorker(t, askModel, nil)
 	tests := []struct {
 		name  string
-		tools []jobs.ClientTool
+		tools []clienttools.Decl
 		want  string
 	}{
-		{"one too large", []jobs.ClientTool{{Name: "big", Description: strings.Repeat("d", 20<<10), InputSchema: askSchema}},
+		{"one too large", []clienttools.Decl{{Name: "big", Description: strings.Repeat("d", 20<<10), InputSchema: askSchema}},
 			`client tool "big": 20` /* bytes */},
-		{"schema does not compile", []jobs.ClientTool{{Name: "bad", InputSchema: json.RawMessage(`{"type":"nope"}`)}},
+		{"schema does not compile", []clienttools.Decl{{Name: "bad", InputSchema: json.RawMessage(`{"type":"nope"}`)}},
 			`client tool "bad": input_schema`},
 	}
 	for _, tt := range tests {
@@ -283,9 +283,9 @@ func TestTooManyClientTools(t *testing.T) {
 	h := startClientWorker(t, askModel, nil)
 	ctx := testContext(t)
 	job := clientJob(t, "door-too-many", "ask_user")
-	job.ClientTools = make([]jobs.ClientTool, 65)
+	job.ClientTools = make([]clienttools.Decl, 65)
 	for i := range job.ClientTools {
-		job.ClientTools[i] = jobs.ClientTool{Name: fmt.Sprint("tool_", i), InputSchema: askSchema}
+		job.ClientTools[i] = clienttools.Decl{Name: fmt.Sprint("tool_", i), InputSchema: askSchema}
 	}
 	const want = "at '/client_tools': maxItems: got 65, want 64"
 	if _, err := h.client.Submit(ctx, job); err == nil || !strings.Contains(err.Error(), want) {

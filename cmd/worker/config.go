@@ -7,13 +7,17 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"text/tabwriter"
+	"text/template"
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/agentrun"
+	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/jobs"
 )
 
@@ -26,49 +30,56 @@ const envPrefix = "JETAGENT"
 // without an unprefixed fallback, so a stray LOG_LEVEL or QUEUES in the
 // environment is never picked up.
 type Config struct {
-	DataDir string `split_words:"true" default:"jetagent-data" desc:"embedded NATS: JetStream store directory (used when NATS_URL is unset)"`
-	Listen  string `default:"127.0.0.1:4222" desc:"embedded NATS: client listen address; submit and the nats CLI connect here"`
+	DataDir string `split_words:"true" desc:"embedded NATS: JetStream store directory (used when NATS_URL is unset)"`
+	Listen  string `desc:"embedded NATS: client listen address; submit and the nats CLI connect here"`
 
-	Prefix          string          `default:"agent" desc:"subject prefix of the wire contract (agent.jobs.<queue>, AGENT_JOBS, ...)"`
-	Queues          []string        `default:"default" desc:"queues this worker serves (comma-separated); each has one shared durable consumer"`
+	Prefix          string          `desc:"subject prefix of the wire contract (agent.jobs.<queue>, AGENT_JOBS, ...)"`
+	Queues          []string        `desc:"queues this worker serves (comma-separated); each has one shared durable consumer"`
 	WorkerID        string          `split_words:"true" desc:"worker id in job states and events (default: host name + random suffix)"`
-	Concurrency     int             `default:"4" desc:"jobs this worker runs at once; it fetches one job per free slot"`
-	Replicas        int             `default:"1" desc:"replicas of streams and buckets (3 on a NATS cluster)"`
-	AckWait         time.Duration   `split_words:"true" default:"30s" desc:"redelivery delay of a job whose worker stopped heartbeating (crashed)"`
+	Concurrency     int             `desc:"jobs this worker runs at once; it fetches one job per free slot"`
+	Replicas        int             `desc:"replicas of streams and buckets (3 on a NATS cluster)"`
+	AckWait         time.Duration   `split_words:"true" desc:"redelivery delay of a job whose worker stopped heartbeating (crashed)"`
 	Heartbeat       time.Duration   `desc:"interval of in-progress heartbeats for running jobs (0: a third of JETAGENT_ACK_WAIT)"`
-	MaxDeliver      int             `split_words:"true" default:"5" desc:"deliveries of one job before it is dead-lettered"`
+	MaxDeliver      int             `split_words:"true" desc:"deliveries of one job before it is dead-lettered"`
 	Backoff         []time.Duration `desc:"redelivery delays after successive ack timeouts, e.g. 30s,1m,5m (empty: JETAGENT_ACK_WAIT each time)"`
-	RetryDelay      time.Duration   `split_words:"true" default:"2s" desc:"first delay before retrying a job after a transient error (doubles per attempt)"`
-	RetryDelayMax   time.Duration   `split_words:"true" default:"1m" desc:"longest retry delay"`
-	ShutdownGrace   time.Duration   `split_words:"true" default:"30s" desc:"on SIGINT/SIGTERM, how long running jobs may finish before they are handed back"`
-	JobTimeout      time.Duration   `split_words:"true" default:"10m" desc:"timeout of a job that sets none"`
-	MaxJobBytes     int             `split_words:"true" default:"1048576" desc:"largest job payload accepted; larger ones are dead-lettered. Must fit the NATS server's max_payload less 4096 bytes for headers (unset: lowered to fit)"`
-	DuplicateWindow time.Duration   `split_words:"true" default:"1h" desc:"a job id submitted again within this window is queued once"`
-	EventsMaxAge    time.Duration   `split_words:"true" default:"24h" desc:"how long job events are kept"`
-	DLQMaxAge       time.Duration   `split_words:"true" default:"0" desc:"how long dead letters are kept (0: until purged)"`
+	RetryDelay      time.Duration   `split_words:"true" desc:"first delay before retrying a job after a transient error (doubles per attempt)"`
+	RetryDelayMax   time.Duration   `split_words:"true" desc:"longest retry delay"`
+	ShutdownGrace   time.Duration   `split_words:"true" desc:"on SIGINT/SIGTERM, how long running jobs may finish before they are handed back"`
+	JobTimeout      time.Duration   `split_words:"true" desc:"timeout of a job that sets none"`
+	MaxJobBytes     int             `split_words:"true" desc:"largest job payload accepted; larger ones are dead-lettered. Must fit the NATS server's max_payload less 4096 bytes for headers (unset: lowered to fit)"`
+	DuplicateWindow time.Duration   `split_words:"true" desc:"a job id submitted again within this window is queued once"`
+	EventsMaxAge    time.Duration   `split_words:"true" desc:"how long job events are kept"`
+	DLQMaxAge       time.Duration   `split_words:"true" desc:"how long dead letters are kept (0: until purged)"`
 
 	MCPConfig         string        `split_words:"true" desc:"path of the MCP servers file ({\"mcpServers\": {...}}); jobs name these servers (empty: no MCP servers)"`
-	ToolMode          string        `split_words:"true" default:"auto" desc:"tool mode of jobs that set none: auto, full, deferred or search"`
-	MaxRounds         int           `split_words:"true" default:"10" desc:"LLM rounds of a job that sets no max_rounds"`
-	MaxRoundsCap      int           `split_words:"true" default:"50" desc:"upper bound of any job's max_rounds"`
-	DeferredAbove     int           `split_words:"true" default:"3000" desc:"auto mode: defer tool schemas when the full definitions exceed this many tokens"`
-	SearchAbove       int           `split_words:"true" default:"25000" desc:"auto mode: switch to search mode above this many tokens"`
-	MaxToolOutput     int           `split_words:"true" default:"16384" desc:"bytes of a tool result shown to the model (the event keeps all)"`
+	ToolMode          string        `split_words:"true" desc:"tool mode of jobs that set none: auto, full, deferred or search"`
+	MaxRounds         int           `split_words:"true" desc:"LLM rounds of a job that sets no max_rounds"`
+	MaxRoundsCap      int           `split_words:"true" desc:"upper bound of any job's max_rounds"`
+	DeferredAbove     int           `split_words:"true" desc:"auto mode: defer tool schemas when the full definitions exceed this many tokens"`
+	SearchAbove       int           `split_words:"true" desc:"auto mode: switch to search mode above this many tokens"`
+	MaxToolOutput     int           `split_words:"true" desc:"bytes of a tool result shown to the model (the event keeps all)"`
 	SystemPrompt      string        `split_words:"true" desc:"system prompt of jobs that set none"`
-	ClientToolTimeout time.Duration `split_words:"true" default:"60s" desc:"how long a client tool call waits for the submitter's answer"`
+	ClientToolTimeout time.Duration `split_words:"true" desc:"how long a client tool call waits for the submitter's answer"`
 
 	MetricsAddr string `split_words:"true" desc:"address of the Prometheus /metrics endpoint, e.g. :9090 (empty: off)"`
-	LogLevel    string `split_words:"true" default:"info" desc:"debug, info, warn or error"`
-	LogFormat   string `split_words:"true" default:"text" desc:"text or json"`
+	LogLevel    string `split_words:"true" desc:"debug, info, warn or error"`
+	LogFormat   string `split_words:"true" desc:"text or json"`
 }
 
 // OpenAIConfig is the model endpoint, read from the variables OpenAI's
 // own clients use.
 type OpenAIConfig struct {
 	APIKey  string `envconfig:"OPENAI_API_KEY" desc:"API key of the OpenAI-compatible endpoint (may be empty for local servers)"`
-	BaseURL string `envconfig:"OPENAI_BASE_URL" default:"https://api.openai.com/v1" desc:"base URL of the OpenAI-compatible chat-completions API, including /v1"`
-	Model   string `envconfig:"OPENAI_MODEL" default:"gpt-4o-mini" desc:"model of jobs that name none"`
+	BaseURL string `envconfig:"OPENAI_BASE_URL" desc:"base URL of the OpenAI-compatible chat-completions API, including /v1"`
+	Model   string `envconfig:"OPENAI_MODEL" desc:"model of jobs that name none"`
 }
+
+// The defaults of OpenAIConfig, for the help (OpenAI's own clients'
+// conventions; no library owns them).
+const (
+	defaultBaseURL = "https://api.openai.com/v1"
+	defaultModel   = "gpt-4o-mini"
+)
 
 // Settings is everything the worker reads from the environment.
 type Settings struct {
@@ -81,10 +92,145 @@ type Settings struct {
 	maxJobBytesSet bool
 }
 
-// loadSettings reads and validates the environment. Errors name the
-// variable at fault.
+// defaultSettings holds the libraries' defaults: the environment is read
+// over them, so a variable left unset keeps the library's value and the
+// help shows it. No default is declared here for what a library owns.
+func defaultSettings() Settings {
+	jc := jobs.Config{}.WithDefaults()
+	lc := agentloop.Config{}.WithDefaults()
+	rc := agentrun.Config{}.WithDefaults()
+	t := jc.Topology
+	return Settings{Config: Config{
+		DataDir: "jetagent-data", Listen: "127.0.0.1:4222",
+		Prefix: t.Names.Prefix, Queues: t.Queues, Replicas: t.Replicas,
+		AckWait: t.AckWait, MaxDeliver: t.MaxDeliver, DuplicateWindow: t.DuplicateWindow,
+		EventsMaxAge: t.EventsMaxAge, DLQMaxAge: t.DLQMaxAge,
+		Concurrency: jc.Concurrency, RetryDelay: jc.RetryDelay, RetryDelayMax: jc.RetryDelayMax,
+		ShutdownGrace: jc.ShutdownGrace, JobTimeout: jc.JobTimeout, MaxJobBytes: jobs.DefaultMaxJobBytes,
+		ToolMode: string(lc.DefaultMode), MaxRounds: lc.DefaultMaxRounds, MaxRoundsCap: lc.MaxRoundsCap,
+		DeferredAbove: lc.AutoThresholds.DeferredAbove, SearchAbove: lc.AutoThresholds.SearchAbove,
+		MaxToolOutput:     lc.MaxToolOutput,
+		ClientToolTimeout: rc.ClientToolTimeout,
+		LogLevel:          "info", LogFormat: "text",
+	}, OpenAI: OpenAIConfig{BaseURL: defaultBaseURL, Model: defaultModel}}
+}
+
+// jobsConfig is the jobs.Worker configuration the settings describe
+// (without the connection, runner and hooks, which serve adds).
+func (s Settings) jobsConfig() jobs.Config {
+	c := s.Config
+	cfg := jobs.Config{}.WithDefaults() // the fields no variable sets
+	cfg.Topology = jobs.TopologyConfig{
+		Names: jobs.Names{Prefix: c.Prefix}, Queues: c.Queues, Replicas: c.Replicas,
+		DuplicateWindow: c.DuplicateWindow, EventsMaxAge: c.EventsMaxAge, DLQMaxAge: c.DLQMaxAge,
+		AckWait: c.AckWait, MaxDeliver: c.MaxDeliver, BackOff: c.Backoff,
+	}
+	cfg.WorkerID, cfg.Concurrency, cfg.Heartbeat = c.WorkerID, c.Concurrency, c.Heartbeat
+	cfg.RetryDelay, cfg.RetryDelayMax = c.RetryDelay, c.RetryDelayMax
+	cfg.ShutdownGrace, cfg.JobTimeout = c.ShutdownGrace, c.JobTimeout
+	if s.maxJobBytesSet {
+		cfg.MaxJobBytes = c.MaxJobBytes // else jobs fits its default to the server
+	}
+	return cfg
+}
+
+// loopConfig is the agent loop's configuration (without the model client).
+func (s Settings) loopConfig() agentloop.Config {
+	c := s.Config
+	cfg := agentloop.Config{}.WithDefaults() // the fields no variable sets
+	cfg.DefaultMode, cfg.MaxRoundsCap, cfg.DefaultMaxRounds = agentloop.Mode(c.ToolMode), c.MaxRoundsCap, c.MaxRounds
+	cfg.AutoThresholds = agentloop.AutoThresholds{DeferredAbove: c.DeferredAbove, SearchAbove: c.SearchAbove}
+	cfg.MaxToolOutput, cfg.DefaultSystem = c.MaxToolOutput, c.SystemPrompt
+	return cfg
+}
+
+// runConfig is the job runner's configuration (without loop and pool).
+func (s Settings) runConfig() agentrun.Config {
+	return agentrun.Config{Model: s.OpenAI.Model, ClientToolTimeout: s.ClientToolTimeout}
+}
+
+// The variable of each library field; a library's configuration error
+// names the field, and the worker names the variable.
+var (
+	jobsVars = map[string]string{
+		"Topology.Names.Prefix": "JETAGENT_PREFIX", "Topology.Queues": "JETAGENT_QUEUES",
+		"Topology.Replicas": "JETAGENT_REPLICAS", "Topology.DuplicateWindow": "JETAGENT_DUPLICATE_WINDOW",
+		"Topology.EventsMaxAge": "JETAGENT_EVENTS_MAX_AGE", "Topology.DLQMaxAge": "JETAGENT_DLQ_MAX_AGE",
+		"Topology.AckWait": "JETAGENT_ACK_WAIT", "Topology.MaxDeliver": "JETAGENT_MAX_DELIVER",
+		"Topology.BackOff": "JETAGENT_BACKOFF", "WorkerID": "JETAGENT_WORKER_ID",
+		"Concurrency": "JETAGENT_CONCURRENCY", "Heartbeat": "JETAGENT_HEARTBEAT",
+		"RetryDelay": "JETAGENT_RETRY_DELAY", "RetryDelayMax": "JETAGENT_RETRY_DELAY_MAX",
+		"ShutdownGrace": "JETAGENT_SHUTDOWN_GRACE", "JobTimeout": "JETAGENT_JOB_TIMEOUT",
+		"MaxJobBytes": "JETAGENT_MAX_JOB_BYTES",
+	}
+	loopVars = map[string]string{
+		"DefaultMode": "JETAGENT_TOOL_MODE", "MaxRoundsCap": "JETAGENT_MAX_ROUNDS_CAP",
+		"DefaultMaxRounds": "JETAGENT_MAX_ROUNDS", "AutoThresholds.DeferredAbove": "JETAGENT_DEFERRED_ABOVE",
+		"AutoThresholds.SearchAbove": "JETAGENT_SEARCH_ABOVE", "MaxToolOutput": "JETAGENT_MAX_TOOL_OUTPUT",
+	}
+	runVars = map[string]string{"ClientToolTimeout": "JETAGENT_CLIENT_TOOL_TIMEOUT"}
+)
+
+// named rewrites a library's *cfgerr.FieldError into one that names the
+// variable at fault, and the others involved with their values.
+func named(err error, vars map[string]string) error {
+	fe, ok := cfgerr.As(err)
+	if !ok {
+		return err
+	}
+	var names []string
+	for _, f := range fe.Fields {
+		if v, ok := vars[f]; ok {
+			names = append(names, v)
+		}
+	}
+	if len(names) == 0 {
+		return err
+	}
+	msg := fmt.Sprintf("invalid %s: %s", names[0], fe.Msg) // Msg gives the value
+	if len(names) > 1 {
+		others := make([]string, len(names)-1)
+		for i, n := range names[1:] {
+			others[i] = withValue(n)
+		}
+		msg += " (with " + strings.Join(others, ", ") + ")"
+	}
+	return errors.New(msg)
+}
+
+// withValue is "VAR=value" for a set variable, "VAR (default)" otherwise.
+func withValue(variable string) string {
+	if v, ok := os.LookupEnv(variable); ok {
+		return variable + "=" + v
+	}
+	return variable + " (default)"
+}
+
+// loadSettings reads and validates the environment over the libraries'
+// defaults, so every bad value is refused before anything starts. Errors
+// name the variable at fault.
 func loadSettings() (Settings, error) {
-	var s Settings
+	s, err := readSettings()
+	if err != nil {
+		return s, err
+	}
+	return s, s.validate()
+}
+
+// loadToolSettings is loadSettings for the tools and tokens commands: it
+// checks only what they use, not what a running worker needs (NATS, the
+// model endpoint).
+func loadToolSettings() (Settings, error) {
+	s, err := readSettings()
+	if err != nil {
+		return s, err
+	}
+	return s, s.validateTools()
+}
+
+// readSettings reads the environment over the libraries' defaults.
+func readSettings() (Settings, error) {
+	s := defaultSettings()
 	for _, p := range []struct {
 		prefix string
 		spec   any
@@ -92,13 +238,21 @@ func loadSettings() (Settings, error) {
 		if err := envconfig.Process(p.prefix, p.spec); err != nil {
 			var pe *envconfig.ParseError
 			if errors.As(err, &pe) {
-				return s, fmt.Errorf("invalid %s=%q: want %s (%v)", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
+				return s, fmt.Errorf("invalid %s=%q: want %s (%w)", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
 			}
 			return s, err
 		}
 	}
 	_, s.maxJobBytesSet = os.LookupEnv(envPrefix + "_MAX_JOB_BYTES")
-	return s, s.validate()
+	return s, nil
+}
+
+// validateTools checks what the tools and tokens commands use.
+func (s Settings) validateTools() error {
+	if err := s.loopConfig().Validate(); err != nil {
+		return named(err, loopVars)
+	}
+	return nil
 }
 
 func (s Settings) validate() error {
@@ -120,71 +274,14 @@ func (s Settings) validate() error {
 	if err := s.NATS.Validate(); err != nil {
 		return err
 	}
-	if _, err := jobs.NewNames(c.Prefix); err != nil {
-		return bad("JETAGENT_PREFIX", "%q: letters, digits, _ and - only", c.Prefix)
+	if err := s.jobsConfig().Validate(); err != nil {
+		return named(err, jobsVars)
 	}
-	if len(c.Queues) == 0 {
-		return bad("JETAGENT_QUEUES", "name at least one queue")
+	if err := s.validateTools(); err != nil {
+		return err
 	}
-	for _, q := range c.Queues {
-		if !jobs.ValidQueue(q) {
-			return bad("JETAGENT_QUEUES", "%q is not a queue name (letters, digits, _ and -)", q)
-		}
-	}
-	if c.WorkerID != "" && !jobs.ValidID(c.WorkerID) {
-		return bad("JETAGENT_WORKER_ID", "%q: letters, digits, _ and - only", c.WorkerID)
-	}
-	switch {
-	case c.Concurrency < 1:
-		return bad("JETAGENT_CONCURRENCY", "must be at least 1 (got %d)", c.Concurrency)
-	case c.Replicas < 1 || c.Replicas > 5:
-		return bad("JETAGENT_REPLICAS", "must be 1 to 5 (got %d)", c.Replicas)
-	case c.AckWait < time.Second:
-		return bad("JETAGENT_ACK_WAIT", "must be at least 1s (got %s)", c.AckWait)
-	case c.Heartbeat < 0 || (c.Heartbeat > 0 && c.Heartbeat >= c.AckWait):
-		return bad("JETAGENT_HEARTBEAT", "must be below JETAGENT_ACK_WAIT (got %s)", c.Heartbeat)
-	case c.MaxDeliver < 1:
-		return bad("JETAGENT_MAX_DELIVER", "must be at least 1 (got %d)", c.MaxDeliver)
-	case len(c.Backoff) > c.MaxDeliver:
-		return bad("JETAGENT_BACKOFF", "%d steps exceed JETAGENT_MAX_DELIVER=%d", len(c.Backoff), c.MaxDeliver)
-	case c.RetryDelay <= 0:
-		return bad("JETAGENT_RETRY_DELAY", "must be positive")
-	case c.RetryDelayMax < c.RetryDelay:
-		return bad("JETAGENT_RETRY_DELAY_MAX", "must not be below JETAGENT_RETRY_DELAY")
-	case c.ShutdownGrace <= 0:
-		return bad("JETAGENT_SHUTDOWN_GRACE", "must be positive")
-	case c.JobTimeout <= 0:
-		return bad("JETAGENT_JOB_TIMEOUT", "must be positive")
-	case c.MaxJobBytes < 1024:
-		return bad("JETAGENT_MAX_JOB_BYTES", "must be at least 1024 (got %d)", c.MaxJobBytes)
-	case c.DuplicateWindow <= 0:
-		return bad("JETAGENT_DUPLICATE_WINDOW", "must be positive")
-	case c.EventsMaxAge <= 0:
-		return bad("JETAGENT_EVENTS_MAX_AGE", "must be positive")
-	case c.DLQMaxAge < 0:
-		return bad("JETAGENT_DLQ_MAX_AGE", "must not be negative")
-	case !agentloop.Mode(c.ToolMode).Valid():
-		return bad("JETAGENT_TOOL_MODE", "%q is not auto, full, deferred or search", c.ToolMode)
-	case agentloop.Mode(c.ToolMode) == agentloop.ModeCode:
-		// Every job that sets no mode would fail: refuse now instead.
-		return bad("JETAGENT_TOOL_MODE", "code mode is not available yet; use auto, full, deferred or search")
-	case c.MaxRounds < 1:
-		return bad("JETAGENT_MAX_ROUNDS", "must be at least 1")
-	case c.MaxRoundsCap < c.MaxRounds:
-		return bad("JETAGENT_MAX_ROUNDS_CAP", "must not be below JETAGENT_MAX_ROUNDS=%d", c.MaxRounds)
-	case c.DeferredAbove < 1:
-		return bad("JETAGENT_DEFERRED_ABOVE", "must be positive")
-	case c.SearchAbove < c.DeferredAbove:
-		return bad("JETAGENT_SEARCH_ABOVE", "must not be below JETAGENT_DEFERRED_ABOVE=%d", c.DeferredAbove)
-	case c.MaxToolOutput < 256:
-		return bad("JETAGENT_MAX_TOOL_OUTPUT", "must be at least 256")
-	case c.ClientToolTimeout <= 0:
-		return bad("JETAGENT_CLIENT_TOOL_TIMEOUT", "must be positive")
-	}
-	for _, d := range c.Backoff {
-		if d < time.Second {
-			return bad("JETAGENT_BACKOFF", "steps must be at least 1s (got %s)", d)
-		}
+	if err := s.runConfig().Validate(); err != nil {
+		return named(err, runVars)
 	}
 	switch strings.ToLower(c.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -252,8 +349,30 @@ func (s Settings) embedded() jobs.EmbeddedConfig {
 	}
 }
 
-const usageTemplate = `{{range .}}{{usage_key .}}	{{with usage_default .}}{{.}}{{else}}-{{end}}	{{usage_description .}}
-{{end}}`
+// usageTemplate prints a variable, its default (the value of the spec
+// passed, which holds the libraries' defaults) and its meaning.
+var usageTemplate = template.Must(template.New("usage").Funcs(template.FuncMap{
+	"value": usageValue,
+}).Parse(`{{range .}}{{.Key}}	{{value .Field}}	{{.Tags.Get "desc"}}
+{{end}}`))
+
+// usageValue formats a default for the help: "-" when there is none.
+func usageValue(v reflect.Value) string {
+	if v.IsZero() {
+		return "-"
+	}
+	switch x := v.Interface().(type) {
+	case []string:
+		return strings.Join(x, ",")
+	case []time.Duration:
+		parts := make([]string, len(x))
+		for i, d := range x {
+			parts[i] = d.String()
+		}
+		return strings.Join(parts, ",")
+	}
+	return fmt.Sprint(v.Interface())
+}
 
 // writeUsage prints every variable with its default and meaning.
 func writeUsage(w io.Writer) error {
@@ -283,16 +402,17 @@ Environment (variable, default, meaning):
 
 `)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	def := defaultSettings()
 	for _, p := range []struct {
 		title, prefix string
 		spec          any
 	}{
-		{"NATS connection", "", &jobs.NATSConfig{}},
-		{"Model endpoint", "", &OpenAIConfig{}},
-		{"Worker", envPrefix, &Config{}},
+		{"NATS connection", "", &def.NATS},
+		{"Model endpoint", "", &def.OpenAI},
+		{"Worker", envPrefix, &def.Config},
 	} {
 		fmt.Fprintf(tw, "%s:\t\t\n", p.title)
-		if err := envconfig.Usagef(p.prefix, p.spec, tw, usageTemplate); err != nil {
+		if err := envconfig.Usaget(p.prefix, p.spec, tw, usageTemplate); err != nil {
 			return err
 		}
 		fmt.Fprintln(tw, "\t\t")

@@ -98,7 +98,7 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no checkpoint while round 2 waits: %v", err)
 	}
-	var cp agentloop.State
+	var cp agentloop.Checkpoint
 	if err := json.Unmarshal(b, &cp); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -133,12 +134,15 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if err != nil {
 		return fmt.Errorf("OPENAI_BASE_URL / OPENAI_MODEL: %w", err)
 	}
-	loop, err := agentloop.New(agentloop.Config{
-		LLM: model, DefaultMode: agentloop.Mode(s.ToolMode),
-		MaxRoundsCap: s.MaxRoundsCap, DefaultMaxRounds: s.MaxRounds,
-		AutoThresholds: agentloop.AutoThresholds{DeferredAbove: s.DeferredAbove, SearchAbove: s.SearchAbove},
-		MaxToolOutput:  s.MaxToolOutput,
-	})
+	lc := s.loopConfig()
+	lc.LLM = model
+	loop, err := agentloop.New(lc)
+	if err != nil {
+		return err
+	}
+	rc := s.runConfig()
+	rc.Loop, rc.Pool, rc.Logger = loop, pool, log
+	runner, err := agentrun.New(rc)
 	if err != nil {
 		return err
 	}
@@ -157,20 +161,10 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		defer stopMetrics()
 	}
 
-	w, err := jobs.NewWorker(jobs.Config{
-		Conn: nc,
-		Topology: jobs.TopologyConfig{
-			Names: jobs.Names{Prefix: s.Prefix}, Queues: s.Queues, Replicas: s.Replicas,
-			DuplicateWindow: s.DuplicateWindow, EventsMaxAge: s.EventsMaxAge, DLQMaxAge: s.DLQMaxAge,
-			AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, BackOff: s.Backoff,
-		},
-		Runner:      &agentRunner{loop: loop, pool: pool, system: s.SystemPrompt, model: s.OpenAI.Model, clientTimeout: s.ClientToolTimeout, log: log},
-		WorkerID:    s.WorkerID,
-		Concurrency: s.Concurrency, Heartbeat: s.Heartbeat,
-		RetryDelay: s.RetryDelay, RetryDelayMax: s.RetryDelayMax,
-		ShutdownGrace: s.ShutdownGrace, JobTimeout: s.JobTimeout, MaxJobBytes: s.MaxJobBytes,
-		KnownServer: known, Admit: admitClientTools, Metrics: metrics, Logger: log,
-	})
+	jc := s.jobsConfig()
+	jc.Conn, jc.Runner, jc.MaxJobBytes = nc, runner, s.MaxJobBytes
+	jc.KnownServer, jc.Admit, jc.Metrics, jc.Logger = known, agentrun.Admit, metrics, log
+	w, err := jobs.NewWorker(jc)
 	if err != nil {
 		return err
 	}
@@ -242,13 +236,18 @@ func tokens(args []string, stdout io.Writer) error {
 	if fs.NArg() == 0 {
 		return errors.New("tokens: name at least one catalog file")
 	}
+	s, err := loadToolSettings()
+	if err != nil {
+		return err
+	}
+	thresholds := s.loopConfig().AutoThresholds
 	var rows []toolcost.Row
 	for _, path := range fs.Args() {
 		name, tools, err := toolcache.LoadCatalog(path)
 		if err != nil {
 			return err
 		}
-		row, err := toolcost.Measure(name, tools, agentloop.DefaultAutoThresholds())
+		row, err := toolcost.Measure(name, tools, thresholds)
 		if err != nil {
 			return err
 		}
@@ -264,7 +263,12 @@ func tools(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	path := os.Getenv("JETAGENT_MCP_CONFIG")
+	s, err := loadToolSettings()
+	if err != nil {
+		return err
+	}
+	thresholds := s.loopConfig().AutoThresholds
+	path := s.MCPConfig
 	if path == "" {
 		return errors.New("tools: set JETAGENT_MCP_CONFIG to the MCP servers file")
 	}
@@ -300,7 +304,7 @@ func tools(args []string, stdout io.Writer) error {
 			}
 			fmt.Fprintln(stdout)
 		}
-		row, err := toolcost.Measure(name, mine, agentloop.DefaultAutoThresholds())
+		row, err := toolcost.Measure(name, mine, thresholds)
 		if err != nil {
 			return err
 		}

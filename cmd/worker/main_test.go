@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,6 +118,13 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_CONCURRENCY": "0"}, "invalid JETAGENT_CONCURRENCY: must be at least 1"},
 		{map[string]string{"JETAGENT_ACK_WAIT": "5"}, `invalid JETAGENT_ACK_WAIT="5"`},
 		{map[string]string{"JETAGENT_HEARTBEAT": "1m"}, "invalid JETAGENT_HEARTBEAT"},
+		// The first backoff step is the shortest ack wait: refused before
+		// NATS starts, naming both variables.
+		{map[string]string{"JETAGENT_HEARTBEAT": "20s", "JETAGENT_ACK_WAIT": "30s", "JETAGENT_BACKOFF": "10s,1m"},
+			"invalid JETAGENT_HEARTBEAT: 20s must be positive and below the shortest backoff step 10s (with JETAGENT_BACKOFF=10s,1m)"},
+		{map[string]string{"JETAGENT_RETRY_DELAY": "1m", "JETAGENT_RETRY_DELAY_MAX": "30s"}, "invalid JETAGENT_RETRY_DELAY_MAX: 30s must not be below"},
+		{map[string]string{"JETAGENT_MAX_ROUNDS": "60"}, "invalid JETAGENT_MAX_ROUNDS: 60 exceeds MaxRoundsCap 50 (with JETAGENT_MAX_ROUNDS_CAP (default))"},
+		{map[string]string{"JETAGENT_CLIENT_TOOL_TIMEOUT": "0s"}, "invalid JETAGENT_CLIENT_TOOL_TIMEOUT: must be positive"},
 		{map[string]string{"JETAGENT_QUEUES": "a.b"}, `invalid JETAGENT_QUEUES: "a.b"`},
 		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
 		{map[string]string{"JETAGENT_TOOL_MODE": "code"}, "invalid JETAGENT_TOOL_MODE: code mode is not available yet"},
@@ -128,6 +136,8 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-test")
+			dataDir := filepath.Join(t.TempDir(), "nats")
+			t.Setenv("JETAGENT_DATA_DIR", dataDir)
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -137,6 +147,9 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("got %q, want %q", stderr.String(), tt.want)
+			}
+			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the embedded NATS started (%s exists: %v)", dataDir, err)
 			}
 		})
 	}

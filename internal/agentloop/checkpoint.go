@@ -7,9 +7,9 @@ import (
 	"github.com/jetagent/jetagent/internal/reflect"
 )
 
-// State is the loop's progress after a completed round: enough to continue
+// Checkpoint is the loop's progress after a completed round: enough to continue
 // the job without asking the model again for rounds already done.
-type State struct {
+type Checkpoint struct {
 	Messages []llm.Message    `json:"messages"`
 	Round    int              `json:"round"` // rounds completed
 	Records  []reflect.Record `json:"records,omitempty"`
@@ -18,9 +18,9 @@ type State struct {
 	Mode Mode `json:"mode,omitempty"`
 }
 
-// CheckpointStore persists states. A failed Save is reported as a
+// CheckpointStore persists checkpoints. A failed Save is reported as a
 // checkpoint.failed event and the job goes on: losing a checkpoint costs a
 // re-run of rounds, failing the job would cost all of them.
 type CheckpointStore interface {
-	Save(ctx context.Context, s State) error
+	Save(ctx context.Context, c Checkpoint) error
 }

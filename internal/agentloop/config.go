@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
+	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -86,6 +86,9 @@ type Config struct {
 	MaxRoundsCap     int
 	DefaultMaxRounds int
 	AutoThresholds   AutoThresholds
+	// DefaultSystem is the system prompt of a job that sets none and whose
+	// history has none (see Input.System for the whole rule).
+	DefaultSystem string
 	// MaxToolOutput is the byte size above which a tool's output is
 	// truncated for the model (the tool.result event keeps all of it).
 	MaxToolOutput int
@@ -102,56 +105,88 @@ type Loop struct {
 	tokens tokenCache
 }
 
-// New validates cfg, fills defaults and returns a Loop.
-func New(cfg Config) (*Loop, error) {
-	if cfg.LLM == nil {
-		return nil, fmt.Errorf("%w: LLM is required", ErrConfig)
+// WithDefaults returns c with its zero fields set to the defaults. An unset
+// DefaultMaxRounds yields to a MaxRoundsCap below DefaultMaxRounds.
+func (c Config) WithDefaults() Config {
+	if c.DefaultMaxRounds == 0 && c.MaxRoundsCap > 0 {
+		c.DefaultMaxRounds = min(DefaultMaxRounds, c.MaxRoundsCap)
 	}
-	if cfg.DefaultMaxRounds == 0 && cfg.MaxRoundsCap > 0 {
-		// Unset, the default yields to a lower cap rather than failing.
-		cfg.DefaultMaxRounds = min(DefaultMaxRounds, cfg.MaxRoundsCap)
-	}
-	if cfg.DefaultMode == "" {
-		cfg.DefaultMode = ModeAuto
-	}
-	if !cfg.DefaultMode.Valid() {
-		return nil, fmt.Errorf("%w: unknown default mode %q", ErrConfig, cfg.DefaultMode)
+	if c.DefaultMode == "" {
+		c.DefaultMode = ModeAuto
 	}
 	for _, f := range []struct {
-		name string
-		v    *int
-		def  int
+		v   *int
+		def int
 	}{
-		{"MaxRoundsCap", &cfg.MaxRoundsCap, DefaultMaxRoundsCap},
-		{"DefaultMaxRounds", &cfg.DefaultMaxRounds, DefaultMaxRounds},
-		{"MaxToolOutput", &cfg.MaxToolOutput, DefaultMaxToolOutput},
-		{"MaxParallelCalls", &cfg.MaxParallelCalls, DefaultMaxParallelCalls},
-		{"AutoThresholds.DeferredAbove", &cfg.AutoThresholds.DeferredAbove, DefaultDeferredAbove},
-		{"AutoThresholds.SearchAbove", &cfg.AutoThresholds.SearchAbove, DefaultSearchAbove},
+		{&c.MaxRoundsCap, DefaultMaxRoundsCap},
+		{&c.DefaultMaxRounds, DefaultMaxRounds},
+		{&c.MaxToolOutput, DefaultMaxToolOutput},
+		{&c.MaxParallelCalls, DefaultMaxParallelCalls},
+		{&c.AutoThresholds.DeferredAbove, DefaultDeferredAbove},
+		{&c.AutoThresholds.SearchAbove, DefaultSearchAbove},
 	} {
-		if *f.v < 0 {
-			return nil, fmt.Errorf("%w: %s must not be negative (got %d)", ErrConfig, f.name, *f.v)
-		}
 		if *f.v == 0 {
 			*f.v = f.def
 		}
 	}
-	switch {
-	case cfg.SchemaRetries == 0:
-		cfg.SchemaRetries = DefaultSchemaRetries
-	case cfg.SchemaRetries < 0:
-		cfg.SchemaRetries = 0
+	if c.SchemaRetries == 0 {
+		c.SchemaRetries = DefaultSchemaRetries
 	}
-	if cfg.DefaultMaxRounds > cfg.MaxRoundsCap {
-		return nil, fmt.Errorf("%w: DefaultMaxRounds %d exceeds MaxRoundsCap %d", ErrConfig, cfg.DefaultMaxRounds, cfg.MaxRoundsCap)
+	return c
+}
+
+// Validate checks c as given, without LLM (apply WithDefaults first for
+// zero fields). Errors are *cfgerr.FieldError naming the field, wrapping
+// ErrConfig.
+func (c Config) Validate() error {
+	bad := func(fields []string, format string, a ...any) error {
+		return cfgerr.Fields(ErrConfig, fields, "", format, a...)
 	}
-	if cfg.AutoThresholds.SearchAbove < cfg.AutoThresholds.DeferredAbove {
-		return nil, fmt.Errorf("%w: AutoThresholds.SearchAbove %d is below DeferredAbove %d",
-			ErrConfig, cfg.AutoThresholds.SearchAbove, cfg.AutoThresholds.DeferredAbove)
+	if !c.DefaultMode.Valid() {
+		return bad([]string{"DefaultMode"}, "%q is not auto, full, deferred or search", c.DefaultMode)
 	}
-	if cfg.MaxToolOutput < 256 {
-		return nil, fmt.Errorf("%w: MaxToolOutput %d is too small (minimum 256 bytes)", ErrConfig, cfg.MaxToolOutput)
+	if c.DefaultMode == ModeCode {
+		// Every job that sets no mode would fail: refuse it now.
+		return bad([]string{"DefaultMode"}, "code mode is not available yet; use auto, full, deferred or search")
 	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"MaxRoundsCap", c.MaxRoundsCap},
+		{"DefaultMaxRounds", c.DefaultMaxRounds},
+		{"MaxParallelCalls", c.MaxParallelCalls},
+		{"AutoThresholds.DeferredAbove", c.AutoThresholds.DeferredAbove},
+		{"AutoThresholds.SearchAbove", c.AutoThresholds.SearchAbove},
+	} {
+		if f.v < 1 {
+			return cfgerr.Field(ErrConfig, f.name, f.name, "must be at least 1 (got %d)", f.v)
+		}
+	}
+	if c.DefaultMaxRounds > c.MaxRoundsCap {
+		return cfgerr.Fields(ErrConfig, []string{"DefaultMaxRounds", "MaxRoundsCap"}, "DefaultMaxRounds",
+			"%d exceeds MaxRoundsCap %d", c.DefaultMaxRounds, c.MaxRoundsCap)
+	}
+	if c.AutoThresholds.SearchAbove < c.AutoThresholds.DeferredAbove {
+		return cfgerr.Fields(ErrConfig, []string{"AutoThresholds.SearchAbove", "AutoThresholds.DeferredAbove"}, "AutoThresholds.SearchAbove",
+			"%d is below DeferredAbove %d", c.AutoThresholds.SearchAbove, c.AutoThresholds.DeferredAbove)
+	}
+	if c.MaxToolOutput < 256 {
+		return cfgerr.Field(ErrConfig, "MaxToolOutput", "MaxToolOutput", "%d is too small (minimum 256 bytes)", c.MaxToolOutput)
+	}
+	return nil
+}
+
+// New validates cfg, fills defaults and returns a Loop.
+func New(cfg Config) (*Loop, error) {
+	if cfg.LLM == nil {
+		return nil, cfgerr.Field(ErrConfig, "LLM", "", "LLM is required")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.SchemaRetries = max(cfg.SchemaRetries, 0)
 	return &Loop{cfg: cfg}, nil
 }
 

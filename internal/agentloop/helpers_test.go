@@ -63,10 +63,10 @@ func (e *events) of(typ string) []agentloop.Event {
 // checkpoints keeps every saved state.
 type checkpoints struct {
 	mu     sync.Mutex
-	states []agentloop.State
+	states []agentloop.Checkpoint
 }
 
-func (c *checkpoints) Save(_ context.Context, s agentloop.State) error {
+func (c *checkpoints) Save(_ context.Context, s agentloop.Checkpoint) error {
 	c.mu.Lock()
 	c.states = append(c.states, s)
 	c.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/llm"
 )
 
@@ -25,7 +26,7 @@ type Input struct {
 	History []llm.Message
 	// Tools is the job's view of the registry (nil: no MCP tools).
 	Tools       ToolSet
-	ClientTools []ClientTool
+	ClientTools []clienttools.Decl
 	// ClientCaller runs a client-only tool (the submitter answers it).
 	// Required when ClientTools is not empty.
 	ClientCaller func(ctx context.Context, name string, args json.RawMessage) (string, error)
@@ -33,14 +34,7 @@ type Input struct {
 	Sink Sink
 	// Checkpoints receives the state after each completed round (optional).
 	Checkpoints CheckpointStore
-	// Resume, when set, continues from a saved state instead of starting
+	// Resume, when set, continues from a checkpoint instead of starting
 	// from System/History/Task.
-	Resume *State
-}
-
-// ClientTool is a tool declared by the submitter of a job.
-type ClientTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	Resume *Checkpoint
 }

@@ -157,12 +157,9 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		j.usage = r.Usage
 		j.rounds = r.Round
 	} else {
-		history := in.History
-		if in.System != "" {
-			j.messages = append(j.messages, llm.Message{Role: llm.RoleSystem, Content: in.System})
-			for len(history) > 0 && history[0].Role == llm.RoleSystem {
-				history = history[1:] // the earlier job's prompt, superseded
-			}
+		system, history := systemPrompt(in.System, l.cfg.DefaultSystem, in.History)
+		if system != "" {
+			j.messages = append(j.messages, llm.Message{Role: llm.RoleSystem, Content: system})
 		}
 		j.messages = append(j.messages, history...)
 		j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: in.Task})
@@ -328,7 +325,7 @@ func (j *job) checkpoint(ctx context.Context) {
 	if j.in.Checkpoints == nil {
 		return
 	}
-	s := State{
+	s := Checkpoint{
 		Messages: slices.Clone(j.messages),
 		Round:    j.rounds,
 		Records:  slices.Clone(j.records),
@@ -554,4 +551,24 @@ func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Mess
 		}
 	}
 	return msgs, recs
+}
+
+// systemPrompt is the one system-prompt rule: the model gets one system
+// prompt. A job's own prompt replaces the leading system messages of its
+// history (a continuation's transcript starts with the earlier job's
+// prompt); a history that has one keeps it; the default applies only when
+// neither the job nor its history has one.
+func systemPrompt(job, def string, history []llm.Message) (string, []llm.Message) {
+	hasOwn := len(history) > 0 && history[0].Role == llm.RoleSystem
+	switch {
+	case job != "":
+		for len(history) > 0 && history[0].Role == llm.RoleSystem {
+			history = history[1:] // the earlier job's prompt, superseded
+		}
+		return job, history
+	case hasOwn:
+		return "", history
+	default:
+		return def, history
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/reflect"
@@ -404,7 +405,7 @@ func TestRecordsHoldTruncatedOutput(t *testing.T) {
 	l := newLoop(t, s, agentloop.Config{MaxToolOutput: 300})
 	res, err := l.Run(t.Context(), agentloop.Input{
 		Task: "go", Tools: tools, Sink: ev, Mode: agentloop.ModeSearch,
-		ClientTools:  []agentloop.ClientTool{{Name: "ask_user"}},
+		ClientTools:  []clienttools.Decl{{Name: "ask_user"}},
 		ClientCaller: func(context.Context, string, json.RawMessage) (string, error) { return strings.Repeat("x", 1000), nil },
 	})
 	if err != nil {
@@ -447,7 +448,7 @@ func TestClientToolsAndClash(t *testing.T) {
 	l := newLoop(t, s, agentloop.Config{SchemaRetries: -1})
 	res, err := l.Run(t.Context(), agentloop.Input{
 		Task: "go", Tools: tools, Sink: ev, Mode: agentloop.ModeFull,
-		ClientTools: []agentloop.ClientTool{
+		ClientTools: []clienttools.Decl{
 			{Name: "ask_user", Description: "Ask the user.", InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`)},
 			{Name: "echo", Description: "Client echo (shadowed by the server's)."},
 		},
@@ -493,7 +494,7 @@ func TestClientToolThroughCallTool(t *testing.T) {
 	l := newLoop(t, s, agentloop.Config{})
 	res, err := l.Run(t.Context(), agentloop.Input{
 		Task: "go", Mode: agentloop.ModeSearch,
-		ClientTools:  []agentloop.ClientTool{{Name: "ask_user", InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}}}`)}},
+		ClientTools:  []clienttools.Decl{{Name: "ask_user", InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}}}`)}},
 		ClientCaller: func(context.Context, string, json.RawMessage) (string, error) { return "yes", nil },
 	})
 	if err != nil {

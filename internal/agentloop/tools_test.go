@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -134,9 +135,9 @@ func TestRunRejectsBadInput(t *testing.T) {
 		"empty task":      {agentloop.Input{}, agentloop.ErrConfig},
 		"code mode":       {agentloop.Input{Task: "x", Mode: agentloop.ModeCode}, agentloop.ErrModeNotImplemented},
 		"bad mode":        {agentloop.Input{Task: "x", Mode: "turbo"}, agentloop.ErrConfig},
-		"no caller":       {agentloop.Input{Task: "x", ClientTools: []agentloop.ClientTool{{Name: "a"}}}, agentloop.ErrConfig},
-		"bad client name": {agentloop.Input{Task: "x", ClientTools: []agentloop.ClientTool{{Name: "a b"}}, ClientCaller: noCaller}, agentloop.ErrConfig},
-		"empty resume":    {agentloop.Input{Resume: &agentloop.State{}}, agentloop.ErrConfig},
+		"no caller":       {agentloop.Input{Task: "x", ClientTools: []clienttools.Decl{{Name: "a"}}}, agentloop.ErrConfig},
+		"bad client name": {agentloop.Input{Task: "x", ClientTools: []clienttools.Decl{{Name: "a b"}}, ClientCaller: noCaller}, agentloop.ErrConfig},
+		"empty resume":    {agentloop.Input{Resume: &agentloop.Checkpoint{}}, agentloop.ErrConfig},
 	} {
 		res, err := l.Run(t.Context(), tc.in)
 		if !errors.Is(err, tc.want) || res == nil || res.StopReason != agentloop.StopError {

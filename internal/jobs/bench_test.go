@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkPipeline(b *testing.B) {
 			s := startServerB(b)
 			nc := connectB(b, s)
 			echo := RunnerFunc(func(context.Context, *Job, RunEnv) (*Outcome, error) {
-				return &Outcome{Answer: "x", Messages: []llm.Message{{Role: llm.RoleAssistant, Content: "x"}}}, nil
+				return &Outcome{Result: agentloop.Result{Answer: "x", Messages: []llm.Message{{Role: llm.RoleAssistant, Content: "x"}}}}, nil
 			})
 			w, err := NewWorker(Config{Conn: nc, Runner: echo, Concurrency: conc, FetchWait: 100e6})
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/schemas"
 )
@@ -34,8 +35,8 @@ func TestOversizedEventsAreOffloaded(t *testing.T) {
 		emitted <- env.Emit(ctx, "tool.result", 1, huge)
 		emitted <- env.Emit(ctx, "blob", 1, blob)
 		emitted <- env.Emit(ctx, "note", 1, map[string]string{"text": "small"})
-		return &Outcome{Answer: "done", Rounds: 1, StopReason: "final_answer",
-			Messages: []llm.Message{{Role: llm.RoleUser, Content: job.Task}}}, nil
+		return &Outcome{Result: agentloop.Result{Answer: "done", Rounds: 1, StopReason: "final_answer",
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: job.Task}}}}, nil
 	})
 	startWorker(t, nc, Config{Runner: runner})
 	c := newClient(t, nc)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/schemas"
 )
@@ -35,8 +36,8 @@ func TestOversizedResultsSettle(t *testing.T) {
 		if job.Task == "fail" {
 			return nil, errors.New(errText)
 		}
-		return &Outcome{Answer: answer, Rounds: 1, StopReason: "final_answer",
-			Messages: []llm.Message{{Role: llm.RoleUser, Content: job.Task}, {Role: llm.RoleAssistant, Content: answer}}}, nil
+		return &Outcome{Result: agentloop.Result{Answer: answer, Rounds: 1, StopReason: "final_answer",
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: job.Task}, {Role: llm.RoleAssistant, Content: answer}}}}, nil
 	})
 	startWorker(t, nc, Config{Runner: runner})
 	c := newClient(t, nc)

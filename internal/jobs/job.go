@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/reflect"
 )
@@ -11,29 +13,22 @@ import (
 // Job is what a submitter publishes on agent.jobs.<queue>
 // (schemas/job.schema.json). Only Task is required.
 type Job struct {
-	ID          string       `json:"id,omitempty"`
-	Task        string       `json:"task"`
-	System      string       `json:"system,omitempty"`
-	Model       string       `json:"model,omitempty"`
-	Queue       string       `json:"queue,omitempty"`
-	ToolMode    string       `json:"tool_mode,omitempty"`
-	Servers     []string     `json:"servers,omitempty"`
-	Allow       []string     `json:"allow,omitempty"`
-	Deny        []string     `json:"deny,omitempty"`
-	MaxRounds   int          `json:"max_rounds,omitempty"`
-	Timeout     string       `json:"timeout,omitempty"`
-	ClientTools []ClientTool `json:"client_tools,omitempty"`
+	ID          string             `json:"id,omitempty"`
+	Task        string             `json:"task"`
+	System      string             `json:"system,omitempty"`
+	Model       string             `json:"model,omitempty"`
+	Queue       string             `json:"queue,omitempty"`
+	ToolMode    string             `json:"tool_mode,omitempty"`
+	Servers     []string           `json:"servers,omitempty"`
+	Allow       []string           `json:"allow,omitempty"`
+	Deny        []string           `json:"deny,omitempty"`
+	MaxRounds   int                `json:"max_rounds,omitempty"`
+	Timeout     string             `json:"timeout,omitempty"`
+	ClientTools []clienttools.Decl `json:"client_tools,omitempty"`
 	// ClientSecret authenticates client tool traffic (see package clienttools).
 	ClientSecret string            `json:"client_secret,omitempty"`
 	History      []llm.Message     `json:"history,omitempty"`
 	Metadata     map[string]string `json:"metadata,omitempty"`
-}
-
-// ClientTool is a tool the submitter declares and answers itself.
-type ClientTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 // TimeoutDuration parses Timeout (0 when unset; the schema guarantees the
@@ -100,13 +95,6 @@ type State struct {
 	UpdatedAt       time.Time `json:"updated_at"`
 }
 
-// Usage is a job's token accounting (agentloop's, flattened for the wire).
-type Usage struct {
-	llm.Usage
-	ToolDefTokens         int64 `json:"tool_def_tokens,omitempty"`
-	FullModeToolDefTokens int64 `json:"full_mode_tool_def_tokens,omitempty"`
-}
-
 // Result is the outcome of a job (schemas/result.schema.json): the data of
 // its terminal event, the result in its state and a line of submit --out.
 type Result struct {
@@ -120,7 +108,7 @@ type Result struct {
 	Rounds     int               `json:"rounds,omitempty"`
 	StopReason string            `json:"stop_reason,omitempty"`
 	Mode       string            `json:"mode,omitempty"`
-	Usage      *Usage            `json:"usage,omitempty"`
+	Usage      *agentloop.Usage  `json:"usage,omitempty"`
 	DurationMS int64             `json:"duration_ms,omitempty"`
 	Transcript string            `json:"transcript,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
@@ -155,7 +143,7 @@ type Transcript struct {
 	Mode       string           `json:"mode,omitempty"`
 	Rounds     int              `json:"rounds"`
 	StopReason string           `json:"stop_reason,omitempty"`
-	Usage      Usage            `json:"usage"`
+	Usage      agentloop.Usage  `json:"usage"`
 	StartedAt  time.Time        `json:"started_at,omitzero"`
 	FinishedAt time.Time        `json:"finished_at,omitzero"`
 	DurationMS int64            `json:"duration_ms"`
@@ -163,18 +151,13 @@ type Transcript struct {
 	Records    []reflect.Record `json:"records,omitempty"`
 }
 
-// Outcome is what a Runner returns for a finished job.
+// Outcome is what a Runner returns for a finished job: the loop's result,
+// its reflected transcript and the model that ran it.
 type Outcome struct {
-	Answer string
-	// Messages is the raw transcript: what the model saw.
-	Messages []llm.Message
+	agentloop.Result
 	// Reflected is the transcript rewritten by reflect (indirect calls shown
-	// as the real calls). Nil means "same as Messages".
-	Reflected  []llm.Message
-	Records    []reflect.Record
-	Usage      Usage
-	Rounds     int
-	StopReason string
-	Mode       string
-	Model      string
+	// as the real calls). Nil means the runner did not reflect: the stored
+	// transcript is then the raw one, marked "reflected": false.
+	Reflected []llm.Message
+	Model     string
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
 )
 
 func TestCancel(t *testing.T) {
@@ -331,7 +333,7 @@ func TestCheckpointSurvivesRetry(t *testing.T) {
 			}
 			return nil, Retryable(fmt.Errorf("provider overloaded"))
 		}
-		return &Outcome{Answer: "resumed from " + string(cp)}, nil
+		return &Outcome{Result: agentloop.Result{Answer: "resumed from " + string(cp)}}, nil
 	})
 	startWorker(t, nc, Config{Runner: runner, Concurrency: 1})
 	c := newClient(t, nc)

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
 )
 
@@ -259,14 +260,17 @@ func (r *testRunner) Run(ctx context.Context, job *Job, env RunEnv) (*Outcome, e
 	if err := env.Emit(ctx, "note", 1, map[string]string{"text": arg}); err != nil {
 		return nil, err
 	}
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Content: job.Task},
+		{Role: llm.RoleAssistant, Content: arg},
+	}
 	return &Outcome{
-		Answer: arg,
-		Messages: []llm.Message{
-			{Role: llm.RoleUser, Content: job.Task},
-			{Role: llm.RoleAssistant, Content: arg},
+		Result: agentloop.Result{
+			Answer: arg, Messages: msgs,
+			Rounds: 1, StopReason: "final_answer", Mode: "full",
+			Usage: agentloop.Usage{Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}},
 		},
-		Rounds: 1, StopReason: "final_answer", Mode: "full", Model: "test",
-		Usage: Usage{Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}},
+		Reflected: msgs, Model: "test",
 	}, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/cfgerr"
 )
 
 // Topology defaults.
@@ -53,20 +55,16 @@ type TopologyConfig struct {
 	BackOff []time.Duration
 }
 
-func (c *TopologyConfig) setDefaults() error {
+// WithDefaults returns c with its zero fields set to the defaults.
+func (c TopologyConfig) WithDefaults() TopologyConfig {
+	if c.Names.Prefix == "" {
+		c.Names.Prefix = DefaultPrefix
+	}
 	if len(c.Queues) == 0 {
 		c.Queues = []string{DefaultQueue}
 	}
-	for _, q := range c.Queues {
-		if !ValidQueue(q) {
-			return fmt.Errorf("%w: queue %q must match %s", ErrConfig, q, queueRE)
-		}
-	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
-	}
-	if c.Replicas < 1 || c.Replicas > 5 {
-		return fmt.Errorf("%w: replicas must be 1..5 (got %d)", ErrConfig, c.Replicas)
 	}
 	if c.DuplicateWindow == 0 {
 		c.DuplicateWindow = DefaultDuplicateWindow
@@ -80,22 +78,61 @@ func (c *TopologyConfig) setDefaults() error {
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = DefaultMaxDeliver
 	}
+	return c
+}
+
+// Validate checks c as given (apply WithDefaults first for zero fields).
+// Errors are *cfgerr.FieldError naming the field, wrapping ErrConfig.
+func (c TopologyConfig) Validate() error {
+	bad := func(field, name, format string, a ...any) error {
+		return cfgerr.Field(ErrConfig, field, name, format, a...)
+	}
+	if !prefixRE.MatchString(c.Names.Prefix) {
+		return bad("Names.Prefix", "prefix", "%q must match %s", c.Names.Prefix, prefixRE)
+	}
+	if len(c.Queues) == 0 {
+		return bad("Queues", "", "name at least one queue")
+	}
+	for _, q := range c.Queues {
+		if !ValidQueue(q) {
+			return bad("Queues", "queue", "%q must match %s", q, queueRE)
+		}
+	}
 	switch {
-	case c.DuplicateWindow < 0, c.EventsMaxAge < 0, c.DLQMaxAge < 0:
-		return fmt.Errorf("%w: durations must not be negative", ErrConfig)
+	case c.Replicas < 1 || c.Replicas > 5:
+		return bad("Replicas", "replicas", "must be 1..5 (got %d)", c.Replicas)
+	case c.DuplicateWindow <= 0:
+		return bad("DuplicateWindow", "duplicate window", "must be positive (got %s)", c.DuplicateWindow)
+	case c.EventsMaxAge <= 0:
+		return bad("EventsMaxAge", "events max age", "must be positive (got %s)", c.EventsMaxAge)
+	case c.DLQMaxAge < 0:
+		return bad("DLQMaxAge", "dead-letter max age", "must not be negative (got %s)", c.DLQMaxAge)
 	case c.AckWait < time.Second:
-		return fmt.Errorf("%w: ack wait must be at least 1s (got %s)", ErrConfig, c.AckWait)
+		return bad("AckWait", "ack wait", "must be at least 1s (got %s)", c.AckWait)
 	case c.MaxDeliver < 1:
-		return fmt.Errorf("%w: max deliver must be at least 1 (got %d)", ErrConfig, c.MaxDeliver)
+		return bad("MaxDeliver", "max deliver", "must be at least 1 (got %d)", c.MaxDeliver)
 	case len(c.BackOff) > c.MaxDeliver:
-		return fmt.Errorf("%w: %d backoff steps exceed max deliver %d", ErrConfig, len(c.BackOff), c.MaxDeliver)
+		return cfgerr.Fields(ErrConfig, []string{"BackOff", "MaxDeliver"}, "",
+			"%d backoff steps exceed max deliver %d", len(c.BackOff), c.MaxDeliver)
 	}
 	for _, d := range c.BackOff {
 		if d < time.Second {
-			return fmt.Errorf("%w: backoff steps must be at least 1s (got %s)", ErrConfig, d)
+			return bad("BackOff", "backoff steps", "must be at least 1s (got %s)", d)
 		}
 	}
 	return nil
+}
+
+// shortestAckWait is the shortest time the server waits for an ack or a
+// heartbeat: with BackOff set, its steps replace AckWait.
+func (c TopologyConfig) shortestAckWait() (d time.Duration, field string) {
+	d, field = c.AckWait, "AckWait"
+	for _, b := range c.BackOff {
+		if b < d {
+			d, field = b, "BackOff"
+		}
+	}
+	return d, field
 }
 
 // Topology holds handles on the JetStream assets.
@@ -118,7 +155,8 @@ type Topology struct {
 // storage) fails with ErrTopology naming the asset and both values; a
 // mutable setting that differs is updated and reported through logf.
 func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyConfig, logf func(format string, args ...any)) (*Topology, error) {
-	if err := cfg.setDefaults(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if logf == nil {

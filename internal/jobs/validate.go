@@ -17,6 +17,9 @@ import (
 // DefaultMaxJobBytes is the default size limit of a job payload.
 const DefaultMaxJobBytes = 1 << 20
 
+// minJobBytes is the smallest job size limit a worker accepts.
+const minJobBytes = 1024
+
 // Validator checks payloads against the embedded schemas. The worker and
 // the submit CLI use the same one, so they refuse a job with the same words.
 // It is safe for concurrent use.

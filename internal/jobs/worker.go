@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/jetagent/jetagent/internal/cfgerr"
 )
 
 // Worker defaults.
@@ -102,65 +104,108 @@ type Worker struct {
 	running map[string]context.CancelCauseFunc
 }
 
-// NewWorker validates cfg and fills defaults.
-func NewWorker(cfg Config) (*Worker, error) {
-	if cfg.Conn == nil {
-		return nil, fmt.Errorf("%w: a NATS connection is required", ErrConfig)
-	}
-	if cfg.Runner == nil {
-		return nil, fmt.Errorf("%w: a Runner is required", ErrConfig)
-	}
-	if err := cfg.Topology.setDefaults(); err != nil {
-		return nil, err
-	}
-	names, err := NewNames(cfg.Topology.Names.Prefix)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Topology.Names = names
-	if cfg.WorkerID == "" {
-		host, _ := os.Hostname()
-		cfg.WorkerID = strings.ToLower(host + "-" + ulid.Make().String()[20:])
-	}
-	if !ValidID(cfg.WorkerID) {
-		return nil, fmt.Errorf("%w: worker id %q must match %s", ErrConfig, cfg.WorkerID, tokenRE)
-	}
-	durations := []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
+// WithDefaults returns c with its zero fields set to the defaults
+// (Heartbeat stays 0: NewWorker derives it from the ack wait; MaxJobBytes
+// stays 0: NewWorker fits DefaultMaxJobBytes to the server's max_payload).
+func (c Config) WithDefaults() Config {
+	c.Topology = c.Topology.WithDefaults()
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
 	}{
-		{"retry delay", &cfg.RetryDelay, DefaultRetryDelay},
-		{"retry delay max", &cfg.RetryDelayMax, DefaultRetryDelayMax},
-		{"requeue delay", &cfg.RequeueDelay, DefaultRequeueDelay},
-		{"shutdown grace", &cfg.ShutdownGrace, DefaultShutdownGrace},
-		{"job timeout", &cfg.JobTimeout, DefaultJobTimeout},
-		{"fetch wait", &cfg.FetchWait, DefaultFetchWait},
-	}
-	for _, d := range durations {
-		if *d.v < 0 {
-			return nil, fmt.Errorf("%w: %s must not be negative (got %s)", ErrConfig, d.name, *d.v)
-		}
+		{&c.RetryDelay, DefaultRetryDelay},
+		{&c.RetryDelayMax, DefaultRetryDelayMax},
+		{&c.RequeueDelay, DefaultRequeueDelay},
+		{&c.ShutdownGrace, DefaultShutdownGrace},
+		{&c.JobTimeout, DefaultJobTimeout},
+		{&c.FetchWait, DefaultFetchWait},
+	} {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
 	}
-	if cfg.Concurrency < 1 {
-		return nil, fmt.Errorf("%w: concurrency must be at least 1 (got %d)", ErrConfig, cfg.Concurrency)
+	return c
+}
+
+// Validate checks the settings of c as given, without Conn and Runner
+// (apply WithDefaults first for zero fields), so a binary can refuse a bad
+// value before it connects. Errors are *cfgerr.FieldError naming the field
+// (a path such as "Topology.AckWait"), wrapping ErrConfig. Whether
+// MaxJobBytes fits the server is checked by NewWorker.
+func (c Config) Validate() error {
+	if err := c.Topology.Validate(); err != nil {
+		if fe, ok := cfgerr.As(err); ok {
+			for i, f := range fe.Fields {
+				fe.Fields[i] = "Topology." + f
+			}
+		}
+		return err
 	}
-	shortest := cfg.Topology.AckWait
-	for _, d := range cfg.Topology.BackOff {
-		shortest = min(shortest, d)
+	if c.WorkerID != "" && !ValidID(c.WorkerID) {
+		return cfgerr.Field(ErrConfig, "WorkerID", "worker id", "%q must match %s", c.WorkerID, tokenRE)
+	}
+	for _, d := range []struct {
+		field, name string
+		v           time.Duration
+	}{
+		{"RetryDelay", "retry delay", c.RetryDelay},
+		{"RetryDelayMax", "retry delay max", c.RetryDelayMax},
+		{"RequeueDelay", "requeue delay", c.RequeueDelay},
+		{"ShutdownGrace", "shutdown grace", c.ShutdownGrace},
+		{"JobTimeout", "job timeout", c.JobTimeout},
+		{"FetchWait", "fetch wait", c.FetchWait},
+	} {
+		if d.v <= 0 {
+			return cfgerr.Field(ErrConfig, d.field, d.name, "must be positive (got %s)", d.v)
+		}
+	}
+	if c.RetryDelayMax < c.RetryDelay {
+		return cfgerr.Fields(ErrConfig, []string{"RetryDelayMax", "RetryDelay"}, "retry delay max",
+			"%s must not be below the retry delay %s", c.RetryDelayMax, c.RetryDelay)
+	}
+	if c.Concurrency < 1 {
+		return cfgerr.Field(ErrConfig, "Concurrency", "concurrency", "must be at least 1 (got %d)", c.Concurrency)
+	}
+	if c.MaxJobBytes != 0 && c.MaxJobBytes < minJobBytes {
+		return cfgerr.Field(ErrConfig, "MaxJobBytes", "max job bytes", "must be at least %d (got %d)", minJobBytes, c.MaxJobBytes)
+	}
+	shortest, field := c.Topology.shortestAckWait()
+	if c.Heartbeat < 0 || c.Heartbeat >= shortest {
+		what := "the ack wait"
+		if field == "BackOff" {
+			what = "the shortest backoff step"
+		}
+		return cfgerr.Fields(ErrConfig, []string{"Heartbeat", "Topology." + field}, "heartbeat",
+			"%s must be positive and below %s %s", c.Heartbeat, what, shortest)
+	}
+	return nil
+}
+
+// NewWorker validates cfg and fills defaults.
+func NewWorker(cfg Config) (*Worker, error) {
+	if cfg.Conn == nil {
+		return nil, cfgerr.Field(ErrConfig, "Conn", "", "a NATS connection is required")
+	}
+	if cfg.Runner == nil {
+		return nil, cfgerr.Field(ErrConfig, "Runner", "", "a Runner is required")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	names := cfg.Topology.Names
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = strings.ToLower(host + "-" + ulid.Make().String()[20:])
 	}
 	if cfg.Heartbeat == 0 {
+		shortest, _ := cfg.Topology.shortestAckWait()
 		cfg.Heartbeat = shortest / 3
 	}
-	if cfg.Heartbeat <= 0 || cfg.Heartbeat >= shortest {
-		return nil, fmt.Errorf("%w: heartbeat %s must be positive and below the ack wait %s", ErrConfig, cfg.Heartbeat, shortest)
-	}
+	var err error
 	if cfg.MaxJobBytes, err = fitJobLimit(cfg.Conn, cfg.MaxJobBytes); err != nil {
 		return nil, err
 	}
@@ -601,7 +646,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	}
 	if out != nil {
 		u := out.Usage
-		res.Answer, res.Rounds, res.StopReason, res.Mode, res.Usage = out.Answer, out.Rounds, out.StopReason, out.Mode, &u
+		res.Answer, res.Rounds, res.StopReason, res.Mode, res.Usage = out.Answer, out.Rounds, out.StopReason, string(out.Mode), &u
 		if status != StatusSucceeded {
 			res.Answer = "" // a partial answer is in the transcript
 		}
@@ -669,7 +714,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 // storeTranscripts puts the reflected and the raw transcript.
 func (w *Worker) storeTranscripts(ctx context.Context, d delivery, out *Outcome, finished time.Time) error {
 	t := Transcript{
-		JobID: d.id, Attempt: d.attempt, Worker: w.cfg.WorkerID, Model: out.Model, Mode: out.Mode,
+		JobID: d.id, Attempt: d.attempt, Worker: w.cfg.WorkerID, Model: out.Model, Mode: string(out.Mode),
 		Rounds: out.Rounds, StopReason: out.StopReason, Usage: out.Usage,
 		StartedAt: d.started.UTC(), FinishedAt: finished.UTC(), DurationMS: finished.Sub(d.started).Milliseconds(),
 		Messages: out.Messages, Records: out.Records,
@@ -678,15 +723,14 @@ func (w *Worker) storeTranscripts(ctx context.Context, d delivery, out *Outcome,
 	if err != nil {
 		return err
 	}
-	t.Reflected = true
-	// A Runner that does not reflect leaves Reflected nil: the raw
-	// messages are then the best reflected form there is.
+	// A Runner that does not reflect leaves Reflected nil: the <job_id>
+	// object then holds the raw messages and says so.
+	refl := raw
 	if out.Reflected != nil {
-		t.Messages = out.Reflected
-	}
-	refl, err := json.Marshal(t)
-	if err != nil {
-		return err
+		t.Reflected, t.Messages = true, out.Reflected
+		if refl, err = json.Marshal(t); err != nil {
+			return err
+		}
 	}
 	if err := w.putObject(ctx, RawTranscriptName(d.id), raw); err != nil {
 		return err

@@ -1,0 +1,31 @@
+package agentrun
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm"
+)
+
+// classify marks errors another attempt may fix (the provider overloaded
+// or timing out even after the client's own retries) as jobs.Retryable:
+// the job goes back to the queue with a delay and resumes from its
+// checkpoint. Everything else fails the job: re-running it would cost
+// tokens and repeat tool calls for the same outcome.
+func classify(err error) error {
+	var api *llm.APIError
+	var netErr *net.OpError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err // the worker knows why (cancel, timeout, shutdown)
+	case errors.Is(err, llm.ErrTimeout):
+		return jobs.Retryable(err)
+	case errors.As(err, &api) && api.Retryable:
+		return jobs.Retryable(err)
+	case errors.As(err, &netErr): // the provider is unreachable
+		return jobs.Retryable(err)
+	}
+	return err
+}
