@@ -50,6 +50,17 @@ func TestParseConfig(t *testing.T) {
 				"d": {URL: "http://h/mcp", Type: TypeHTTP, SessionMode: SessionShared},
 			},
 		},
+		{
+			name: "sessionless protocol for http and stdio",
+			in:   `{"mcpServers": {"gw": {"url": "https://gw.example.com/mcp", "protocol": "2026-07-28"}, "local": {"command": "srv", "protocol": "2026-07-28"}}}`,
+			want: map[string]ServerConfig{
+				"gw":    {URL: "https://gw.example.com/mcp", Type: TypeHTTP, SessionMode: SessionShared, Protocol: ProtocolSessionless},
+				"local": {Command: "srv", Type: TypeStdio, SessionMode: SessionShared, Protocol: ProtocolSessionless},
+			},
+		},
+		{name: "protocol not sessionless", in: `{"mcpServers": {"x": {"command": "a", "protocol": "2025-11-25"}}}`, err: `server "x": protocol: "2025-11-25" (want "2026-07-28"`},
+		{name: "protocol with protocolVersion", in: `{"mcpServers": {"x": {"command": "a", "protocol": "2026-07-28", "protocolVersion": "2025-06-18"}}}`, err: `server "x": protocol and protocolVersion: give one`},
+		{name: "protocol over sse", in: `{"mcpServers": {"x": {"url": "http://a/sse", "type": "sse", "protocol": "2026-07-28"}}}`, err: `server "x": protocol: 2026-07-28 is not spoken over sse`},
 		{name: "not json", in: `{"mcpServers": `, err: "not valid JSON"},
 		{name: "no servers key", in: `{"tools": {}}`, err: `neither "mcpServers" nor "servers"`},
 		{name: "both command and url", in: `{"mcpServers": {"x": {"command": "a", "url": "http://b"}}}`, err: `server "x": command and url`},

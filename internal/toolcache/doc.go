@@ -12,12 +12,20 @@
 // every job are multiplexed on it up to MaxConcurrent in flight. A server
 // that fails to start is reported by Status and retried with exponential
 // backoff without holding up the others. A broken session (child exited,
-// EOF, HTTP session expired with 404, failed ping) is replaced in the
-// background; the call that was in flight gets ErrSessionLost, the next call
-// waits for the fresh session. Cancelling a call's context sends
-// notifications/cancelled. Close leaves no child process behind: each child
-// runs in its own process group, which is killed after the graceful stdin
-// close / SIGTERM.
+// EOF, HTTP session expired with 404, Settings.HealthMisses health checks in
+// a row unanswered while nothing else was heard from the server) is replaced
+// in the background; the call that was in flight gets ErrSessionLost, the
+// next call waits for the fresh session (a call refused with 404 is sent
+// again on it). Cancelling a call's context sends notifications/cancelled
+// (on 2026-07-28 over HTTP, closing the request's stream is the
+// cancellation). Close leaves no child process behind: each child runs in
+// its own process group, which is killed after the graceful stdin close /
+// SIGTERM, and Pdeathsig kills it if the worker dies first.
+//
+// Sessions use mcp-go's client API (Initialize, ListTools, CallTool,
+// resources, Ping/Discover, Listen); session_raw.go is the small part that
+// reads JSON-RPC itself (verbatim tool schemas, error codes, cancellation
+// over HTTP) and says why. The timings an operator may tune are Settings.
 //
 // Protocol: mcp-go v1.2.1 prefers protocol 2026-07-28, whose first request is
 // a server/discover probe. A server that predates it and answers "method not
@@ -26,7 +34,11 @@
 // before mcp-go falls back to initialize. The pool offers 2025-11-25 (the
 // newest version with the initialize handshake; a server's config may pin an
 // older one), sends no probe, and so connects to every current server on the
-// handshake alone. docs/BENCHMARKS.md has the measurements.
+// handshake alone. docs/BENCHMARKS.md has the measurements. A server whose
+// config says "protocol": "2026-07-28" (gateways that accept only the
+// sessionless protocol) is spoken to in that version only: server/discover,
+// no session, list_changed on a subscriptions/listen stream, health checks
+// with server/discover (2026-07-28 has no ping).
 //
 // The Registry is one catalog across servers, read by the agent loop. Each
 // Tool keeps the server's name (Original), the verbatim input schema (for

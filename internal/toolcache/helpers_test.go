@@ -59,6 +59,68 @@ func httpTestServer(t *testing.T, w *serverWatch) (url string, restart func()) {
 	return ts.URL + "/mcp", func() { sw.set(mk()) }
 }
 
+// sessionlessTestServer serves the test MCP server the way a gateway that
+// accepts only protocol 2026-07-28 does: mcp-go's server answers both eras on
+// one endpoint (and has no option to refuse the handshake), so a guard in
+// front refuses every request that does not carry 2026-07-28 in its
+// Mcp-Protocol-Version header: the initialize handshake, its GET stream and
+// DELETE. refused counts what it turned away. w (may be nil) watches the
+// server.
+func sessionlessTestServer(t *testing.T, w *serverWatch) (url string, refused *atomic.Int64) {
+	t.Helper()
+	refused = &atomic.Int64{}
+	h := server.NewStreamableHTTPServer(watchedTestMCPServer("sessionless", w),
+		server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728))
+	guard := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get(mcp.HeaderProtocolVersion); r.Method != http.MethodPost || v != mcp.ProtocolVersion20260728 {
+			refused.Add(1)
+			http.Error(rw, "this endpoint speaks only MCP "+mcp.ProtocolVersion20260728, http.StatusBadRequest)
+			return
+		}
+		h.ServeHTTP(rw, r)
+	})
+	ts := httptest.NewServer(w.wrap(guard))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts.URL + "/mcp", refused
+}
+
+// healthEvents is a pool's health-check outcomes as they happen.
+type healthEvents chan healthEvent
+
+func newHealthEvents() healthEvents { return make(chan healthEvent, 1000) }
+
+func (h healthEvents) option() Option {
+	return func(o *options) {
+		o.healthHook = func(_ string, ev healthEvent) {
+			select {
+			case h <- ev:
+			default:
+			}
+		}
+	}
+}
+
+// waitUntil reads health events until ok returns true for one, failing the
+// test after 20 s.
+func (h healthEvents) waitUntil(t *testing.T, what string, ok func(healthEvent) bool) healthEvent {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-h:
+			if ok(ev) {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no health check %s within 20s", what)
+			return healthEvent{}
+		}
+	}
+}
+
 // sseTestServer serves a test MCP server over the SSE transport. w (may be
 // nil) watches the server.
 func sseTestServer(t *testing.T, w *serverWatch) string {

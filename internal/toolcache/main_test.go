@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -31,22 +32,56 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// dropPingsEnv makes the stdio test server leave pings unanswered: "all", or
+// how many of the first pings to drop. Such a server also has the tool
+// ticker(id), which notifies test/tick{id} every 20 ms until cancelled.
+const dropPingsEnv = "TOOLCACHE_TEST_DROP_PINGS"
+
 // serveStdio runs the test server on stdin/stdout. A server named
 // "nodiscover..." behaves like servers that predate protocol 2026-07-28 and
 // ignore requests they do not know: it never answers server/discover, which
-// it reports through its saw_discover tool.
+// it reports through its saw_discover tool. With dropPingsEnv set it does not
+// answer pings.
 func serveStdio(name string) int {
 	s := newTestMCPServer(name)
 	var in io.Reader = os.Stdin
 	var sawDiscover atomic.Bool
-	if strings.HasPrefix(name, "nodiscover") {
+	drop := -1 // pings left to drop; -1: none
+	if v := os.Getenv(dropPingsEnv); v == "all" {
+		drop = math.MaxInt
+	} else if n, err := strconv.Atoi(v); err == nil {
+		drop = n
+	}
+	if drop > 0 {
+		s.AddTool(mcp.NewTool("ticker", mcp.WithDescription("Notify test/tick every 20 ms until cancelled."),
+			mcp.WithString("id", mcp.Required())),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				id := req.GetString("id", "")
+				t := time.NewTicker(20 * time.Millisecond)
+				defer t.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					case <-t.C:
+						_ = s.SendNotificationToClient(ctx, "test/tick", map[string]any{"id": id})
+					}
+				}
+			})
+	}
+	if strings.HasPrefix(name, "nodiscover") || drop > 0 {
+		nodiscover := strings.HasPrefix(name, "nodiscover")
 		pr, pw := io.Pipe()
 		go func() {
 			sc := bufio.NewScanner(os.Stdin)
 			sc.Buffer(make([]byte, 1<<20), 1<<24)
 			for sc.Scan() {
-				if strings.Contains(sc.Text(), `"server/discover"`) {
+				if nodiscover && strings.Contains(sc.Text(), `"server/discover"`) {
 					sawDiscover.Store(true)
+					continue
+				}
+				if drop > 0 && strings.Contains(sc.Text(), `"method":"ping"`) {
+					drop--
 					continue
 				}
 				if _, err := fmt.Fprintln(pw, sc.Text()); err != nil {

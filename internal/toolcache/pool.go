@@ -457,6 +457,10 @@ func (c *serverConn) run() {
 	for {
 		if sess == nil {
 			s, err := c.connect(c.p.ctx)
+			if err != nil && c.p.ctx.Err() == nil {
+				// Before firstDone: NewPool's caller sees the failure in Status.
+				c.setState(StateFailed, err)
+			}
 			if first {
 				first = false
 				close(c.firstDone)
@@ -465,7 +469,6 @@ func (c *serverConn) run() {
 				if c.p.ctx.Err() != nil {
 					return
 				}
-				c.setState(StateFailed, err)
 				wait := bo.NextBackOff()
 				log.Warn("MCP server connection failed", "err", err, "retry_in", wait)
 				select {
