@@ -11,6 +11,9 @@ import (
 // sentinels and RPCError, writes "toolcache:". Causes are wrapped, never
 // flattened ("%w ... %w"), so errors.Is finds both the sentinel and the cause
 // (context.DeadlineExceeded, transport.ErrSessionTerminated, ...).
+// Configuration errors are the exception, as in jetagent's other libraries:
+// they start with "toolcache: " themselves (ErrConfig, Config.Validate) and
+// are returned as they are.
 
 // Sentinel errors; match with errors.Is.
 var (
@@ -29,6 +32,9 @@ var (
 	ErrServerUnavailable = errors.New("MCP server unavailable")
 	// ErrClosed: the pool or view is closed.
 	ErrClosed = errors.New("closed")
+	// ErrConfig: invalid Settings; the error is a *cfgerr.FieldError naming
+	// the field.
+	ErrConfig = errors.New("toolcache: invalid configuration")
 )
 
 // RPCError is a JSON-RPC error the server answered with (e.g. unknown tool,

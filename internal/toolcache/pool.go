@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -73,21 +74,26 @@ func DefaultSettings() Settings {
 	}
 }
 
-// Validate reports the first invalid field, by name.
+// Validate reports the first invalid field: a *cfgerr.FieldError wrapping
+// ErrConfig, whose Fields name the Settings field (e.g. "HealthInterval").
 func (s Settings) Validate() error {
+	field := func(name, format string, a ...any) error {
+		return cfgerr.Field(ErrConfig, name, name, format, a...)
+	}
 	switch {
 	case s.ConnectTimeout <= 0:
-		return fmt.Errorf("toolcache: ConnectTimeout must be positive (got %s)", s.ConnectTimeout)
+		return field("ConnectTimeout", "must be positive (got %s)", s.ConnectTimeout)
 	case s.HealthInterval < 0:
-		return fmt.Errorf("toolcache: HealthInterval must not be negative (got %s; 0 disables health checks)", s.HealthInterval)
+		return field("HealthInterval", "must not be negative (got %s; 0 disables health checks)", s.HealthInterval)
 	case s.HealthMisses < 1:
-		return fmt.Errorf("toolcache: HealthMisses must be at least 1 (got %d)", s.HealthMisses)
+		return field("HealthMisses", "must be at least 1 (got %d)", s.HealthMisses)
 	case s.ResyncInterval < 0:
-		return fmt.Errorf("toolcache: ResyncInterval must not be negative (got %s; 0 disables resyncs)", s.ResyncInterval)
+		return field("ResyncInterval", "must not be negative (got %s; 0 disables resyncs)", s.ResyncInterval)
 	case s.BackoffInitial <= 0:
-		return fmt.Errorf("toolcache: BackoffInitial must be positive (got %s)", s.BackoffInitial)
+		return field("BackoffInitial", "must be positive (got %s)", s.BackoffInitial)
 	case s.BackoffMax < s.BackoffInitial:
-		return fmt.Errorf("toolcache: BackoffMax must be at least BackoffInitial (got %s < %s)", s.BackoffMax, s.BackoffInitial)
+		return cfgerr.Fields(ErrConfig, []string{"BackoffMax", "BackoffInitial"}, "BackoffMax",
+			"must be at least BackoffInitial (got %s < %s)", s.BackoffMax, s.BackoffInitial)
 	}
 	return nil
 }

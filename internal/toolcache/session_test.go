@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jetagent/jetagent/internal/cfgerr"
 )
 
 // Health checks: a few unanswered pings are allowed, a server that answers
@@ -227,7 +229,8 @@ func TestConnectTimeoutWrapsDeadline(t *testing.T) {
 	}
 }
 
-// Invalid settings are refused at NewPool, naming the field.
+// Invalid settings are refused at NewPool with a cfgerr.FieldError naming the
+// field.
 func TestSettingsValidation(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -235,12 +238,12 @@ func TestSettingsValidation(t *testing.T) {
 		set  func(*Settings)
 		want string
 	}{
-		{"connect timeout", func(s *Settings) { s.ConnectTimeout = 0 }, "toolcache: ConnectTimeout must be positive"},
-		{"health interval", func(s *Settings) { s.HealthInterval = -time.Second }, "toolcache: HealthInterval must not be negative"},
-		{"health misses", func(s *Settings) { s.HealthMisses = 0 }, "toolcache: HealthMisses must be at least 1"},
-		{"resync interval", func(s *Settings) { s.ResyncInterval = -1 }, "toolcache: ResyncInterval must not be negative"},
-		{"backoff initial", func(s *Settings) { s.BackoffInitial = 0 }, "toolcache: BackoffInitial must be positive"},
-		{"backoff max", func(s *Settings) { s.BackoffMax = time.Millisecond }, "toolcache: BackoffMax must be at least BackoffInitial"},
+		{"connect timeout", func(s *Settings) { s.ConnectTimeout = 0 }, "ConnectTimeout"},
+		{"health interval", func(s *Settings) { s.HealthInterval = -time.Second }, "HealthInterval"},
+		{"health misses", func(s *Settings) { s.HealthMisses = 0 }, "HealthMisses"},
+		{"resync interval", func(s *Settings) { s.ResyncInterval = -1 }, "ResyncInterval"},
+		{"backoff initial", func(s *Settings) { s.BackoffInitial = 0 }, "BackoffInitial"},
+		{"backoff max", func(s *Settings) { s.BackoffMax = time.Millisecond }, "BackoffMax"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -248,8 +251,10 @@ func TestSettingsValidation(t *testing.T) {
 			s := DefaultSettings()
 			tc.set(&s)
 			_, err := NewPool(t.Context(), Config{}, WithSettings(s))
-			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
+			fe, ok := cfgerr.As(err)
+			if !ok || fe.Fields[0] != tc.want || !errors.Is(err, ErrConfig) ||
+				!strings.HasPrefix(err.Error(), "toolcache: invalid configuration: "+tc.want+" must ") {
+				t.Fatalf("err = %v, want a FieldError naming %s", err, tc.want)
 			}
 		})
 	}
