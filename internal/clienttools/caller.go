@@ -162,7 +162,7 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		}
 		var a Answer
 		if err := json.Unmarshal(msg.Data, &a); err != nil {
-			c.o.OnReject(fmt.Errorf("%w: undecodable answer: %v", ErrRejected, err))
+			c.o.OnReject(fmt.Errorf("%w: undecodable answer: %w", ErrRejected, err))
 			continue
 		}
 		if err := a.Verify(c.secret, req.ID); err != nil {

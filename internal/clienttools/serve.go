@@ -92,7 +92,7 @@ func (s *responder) receive(msg *nats.Msg) {
 	}
 	var req Request
 	if err := json.Unmarshal(msg.Data, &req); err != nil {
-		s.o.OnReject(fmt.Errorf("%w: undecodable request: %v", ErrRejected, err))
+		s.o.OnReject(fmt.Errorf("%w: undecodable request: %w", ErrRejected, err))
 		return
 	}
 	if err := req.Verify(s.secret); err != nil {

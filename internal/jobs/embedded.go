@@ -115,7 +115,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	} else {
 		host, port, err := net.SplitHostPort(cfg.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("%w: listen address %q: %v", ErrConfig, cfg.Listen, err)
+			return nil, fmt.Errorf("%w: listen address %q: %w", ErrConfig, cfg.Listen, err)
 		}
 		p, err := strconv.Atoi(port)
 		if err != nil || p < 0 || p > 65535 {
@@ -172,7 +172,7 @@ func (c EmbeddedConfig) applyAuth(opts *server.Options) error {
 		CertFile: c.Cert, KeyFile: c.Key, CaFile: c.ClientCA, Verify: c.ClientCA != "",
 	})
 	if err != nil {
-		return fmt.Errorf("%w: embedded NATS TLS: %v", ErrConfig, err)
+		return fmt.Errorf("%w: embedded NATS TLS: %w", ErrConfig, err)
 	}
 	opts.TLSConfig, opts.TLS, opts.TLSVerify = tc, true, c.ClientCA != ""
 	opts.TLSTimeout = 5 // seconds, as nats-server's configuration file would default it

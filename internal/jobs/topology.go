@@ -266,7 +266,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%w: create stream %s: %v", ErrTopology, want.Name, err)
+				return nil, fmt.Errorf("create stream %s: %w", want.Name, err)
 			}
 			return s, nil
 		}
@@ -287,8 +287,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		upd.Subjects, upd.Replicas, upd.Duplicates, upd.MaxAge = want.Subjects, want.Replicas, want.Duplicates, want.MaxAge
 		s, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, upd) })
 		if err != nil {
-			return nil, fmt.Errorf("%w: stream %s has %s; updating it failed: %v",
-				ErrTopology, want.Name, strings.Join(diffs, ", "), err)
+			return nil, updateFailed("stream "+want.Name, diffs, err)
 		}
 		logf("updated stream %s: %s", want.Name, strings.Join(diffs, ", "))
 		return s, nil
@@ -323,7 +322,7 @@ func ensureKeyValue(ctx context.Context, js jetstream.JetStream, want jetstream.
 	kv, err := ask(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, want.Bucket) })
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		if kv, err = ask(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateKeyValue(ctx, want) }); err != nil {
-			return nil, fmt.Errorf("%w: create key-value bucket %s: %v", ErrTopology, want.Bucket, err)
+			return nil, fmt.Errorf("create key-value bucket %s: %w", want.Bucket, err)
 		}
 		return kv, nil
 	}
@@ -346,8 +345,7 @@ func ensureKeyValue(ctx context.Context, js jetstream.JetStream, want jetstream.
 		return kv, nil
 	}
 	if kv, err = ask(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.UpdateKeyValue(ctx, want) }); err != nil {
-		return nil, fmt.Errorf("%w: key-value bucket %s has %s; updating it failed: %v",
-			ErrTopology, want.Bucket, strings.Join(diffs, ", "), err)
+		return nil, updateFailed("key-value bucket "+want.Bucket, diffs, err)
 	}
 	logf("updated key-value bucket %s: %s", want.Bucket, strings.Join(diffs, ", "))
 	return kv, nil
@@ -358,7 +356,7 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 	obs, err := ask(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.ObjectStore(ctx, want.Bucket) })
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		if obs, err = ask(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.CreateObjectStore(ctx, want) }); err != nil {
-			return nil, fmt.Errorf("%w: create object store %s: %v", ErrTopology, want.Bucket, err)
+			return nil, fmt.Errorf("create object store %s: %w", want.Bucket, err)
 		}
 		return obs, nil
 	}
@@ -374,7 +372,7 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 	}
 	diff := fmt.Sprintf("replicas %d (want %d)", st.Replicas(), want.Replicas)
 	if obs, err = ask(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.UpdateObjectStore(ctx, want) }); err != nil {
-		return nil, fmt.Errorf("%w: object store %s has %s; updating it failed: %v", ErrTopology, want.Bucket, diff, err)
+		return nil, updateFailed("object store "+want.Bucket, []string{diff}, err)
 	}
 	logf("updated object store %s: %s", want.Bucket, diff)
 	return obs, nil
@@ -407,9 +405,9 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.Cons
 	c, err := ask(ctx, func(ctx context.Context) (jetstream.Consumer, error) { return s.CreateOrUpdateConsumer(ctx, want) })
 	if err != nil {
 		if len(diffs) > 0 {
-			return nil, fmt.Errorf("%w: consumer %s has %s; updating it failed: %v", ErrTopology, name, strings.Join(diffs, ", "), err)
+			return nil, updateFailed("consumer "+name, diffs, err)
 		}
-		return nil, fmt.Errorf("%w: create consumer %s: %v", ErrTopology, name, err)
+		return nil, fmt.Errorf("create consumer %s: %w", name, err)
 	}
 	if len(diffs) > 0 {
 		logf("updated consumer %s: %s", name, strings.Join(diffs, ", "))
@@ -436,4 +434,18 @@ func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topolo
 		return nil, fmt.Errorf("object store %s: %w%s", n.TranscriptBucket(), err, hint)
 	}
 	return t, nil
+}
+
+// updateFailed is the error of a change of settings that did not go
+// through. The server refusing it is a conflict (ErrTopology); a timeout, a
+// lost connection or a server without JetStream is not, and keeps its
+// cause for errors.Is either way.
+func updateFailed(what string, diffs []string, err error) error {
+	var apiErr *jetstream.APIError
+	refused := errors.As(err, &apiErr) &&
+		!errors.Is(err, jetstream.ErrJetStreamNotEnabled) && !errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
+	if refused {
+		return fmt.Errorf("%w: %s has %s; updating it failed: %w", ErrTopology, what, strings.Join(diffs, ", "), err)
+	}
+	return fmt.Errorf("%s has %s; updating it failed: %w", what, strings.Join(diffs, ", "), err)
 }

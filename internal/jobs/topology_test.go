@@ -1,13 +1,17 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 func TestEnsureTopology(t *testing.T) {
@@ -106,6 +110,40 @@ func TestConfigValidation(t *testing.T) {
 			_, err := NewWorker(tt.cfg)
 			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// Errors that are not conflicts keep their cause and are not reported as
+// ErrTopology: a server without JetStream, a deadline that passed.
+func TestTopologyErrorsKeepTheirCause(t *testing.T) {
+	t.Parallel()
+	noJS := natstest.Options(t.TempDir())
+	noJS.JetStream = false
+	plain := natstest.Connect(t, natstest.StartWith(t, noJS))
+	withJS := connect(t, startServer(t))
+	expired, cancel := context.WithTimeout(context.Background(), -time.Second)
+	defer cancel()
+	tests := []struct {
+		name string
+		nc   *nats.Conn
+		ctx  context.Context
+		want error
+	}{
+		{"no JetStream on the server", plain, testContext(t), nats.ErrNoResponders},
+		{"deadline passed", withJS, expired, context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			js, err := jetstream.New(tt.nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = EnsureTopology(tt.ctx, js, TopologyConfig{}, t.Logf)
+			if !errors.Is(err, tt.want) || errors.Is(err, ErrTopology) {
+				t.Errorf("err = %v; want %v and not ErrTopology", err, tt.want)
 			}
 		})
 	}

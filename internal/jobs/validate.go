@@ -81,7 +81,7 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 	var j Job
 	if err := json.Unmarshal(data, &j); err != nil {
 		// The schema passed, so this is a bug in Job, not bad input.
-		return nil, fmt.Errorf("%w: %v", ErrSchema, err)
+		return nil, fmt.Errorf("%w: %w", ErrSchema, err)
 	}
 	return &j, nil
 }
@@ -96,14 +96,14 @@ func (v *Validator) Validate(schemaFile string, data []byte) error {
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNotJSON, err)
+		return fmt.Errorf("%w: %w", ErrNotJSON, err)
 	}
 	if err := s.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return fmt.Errorf("%w: %s", ErrSchema, flatten(ve))
 		}
-		return fmt.Errorf("%w: %v", ErrSchema, err)
+		return fmt.Errorf("%w: %w", ErrSchema, err)
 	}
 	return nil
 }

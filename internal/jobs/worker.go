@@ -245,7 +245,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn(fmt.Sprintf(f, a...))
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("JetStream topology: %w", err)
 	}
 	w.states = newStateStore(w.topo.State)
 	sub, err := w.cfg.Conn.Subscribe(w.names.CancelWildcard(), w.onCancel)
@@ -368,6 +368,9 @@ type delivery struct {
 	env     *runEnv
 	claimed bool // the state store says this attempt runs the job
 	started time.Time
+	// ended records the end of the attempt in the metrics, once: at the
+	// moment its outcome is stored, or as "lost" when nothing was.
+	ended func(status string)
 }
 
 // jobID names a job: its own id, else the publisher's Nats-Msg-Id, else
@@ -527,8 +530,8 @@ func (w *Worker) run(d delivery) {
 		_ = d.msg.Ack()
 		return
 	case errors.Is(err, errCancelled):
-		d.started = time.Now()
-		w.cfg.Metrics.jobStarted(d.queue)
+		w.startAttempt(&d)
+		defer d.ended("lost")
 		w.settle(d, nil, StatusCancelled, "cancelled before it ran")
 		return
 	case err != nil:
@@ -538,8 +541,8 @@ func (w *Worker) run(d delivery) {
 	}
 
 	d.claimed = true
-	d.started = time.Now()
-	w.cfg.Metrics.jobStarted(d.queue)
+	w.startAttempt(&d)
+	defer d.ended("lost") // whichever way the attempt ends, it ends once
 	env := d.env
 	if err := env.Emit(jobCtx, EventStarted, 0, map[string]any{
 		"attempt": d.attempt, "worker": w.cfg.WorkerID, "queue": d.queue,
@@ -635,6 +638,17 @@ func (w *Worker) owned(d delivery, cur *State) error {
 	return nil
 }
 
+// startAttempt records the start of an attempt and makes its d.ended.
+func (w *Worker) startAttempt(d *delivery) {
+	d.started = time.Now()
+	w.cfg.Metrics.jobStarted(d.queue)
+	var once sync.Once
+	queue, started := d.queue, d.started
+	d.ended = func(status string) {
+		once.Do(func() { w.cfg.Metrics.attemptEnded(queue, status, time.Since(started)) })
+	}
+}
+
 // settle ends a job for good: transcript, state, terminal event, ack.
 func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string) {
 	ctx, cancel := opContext()
@@ -688,7 +702,6 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		if oerr := w.offloadResult(ctx, res); oerr != nil {
 			w.log.Error("result store failed; handing the job back", "job", d.id, "err", oerr)
 			_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
-			w.cfg.Metrics.attemptEnded(d.queue, "lost", finished.Sub(d.started))
 			return
 		}
 		errText = res.Error
@@ -697,10 +710,9 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	if err != nil {
 		// Someone else holds the job now: leave the delivery to them.
 		w.log.Warn("job settled elsewhere; leaving it", "job", d.id, "status", status, "err", err)
-		w.cfg.Metrics.attemptEnded(d.queue, "lost", finished.Sub(d.started))
 		return
 	}
-	w.cfg.Metrics.attemptEnded(d.queue, string(status), finished.Sub(d.started))
+	d.ended(string(status))
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
 		w.log.Error("event publish failed", "job", d.id, "err", err)
 	}
@@ -753,17 +765,17 @@ func (w *Worker) handBack(d delivery, eventType, why string, delay time.Duration
 		w.log.Warn("job moved elsewhere; leaving it", "job", d.id, "err", err)
 		return
 	}
+	if eventType == EventRequeued {
+		d.ended("requeued")
+	} else {
+		d.ended("retry")
+	}
 	if err := d.env.Emit(ctx, eventType, 0, map[string]any{"reason": why, "delay_ms": delay.Milliseconds()}); err != nil {
 		w.log.Error("event publish failed", "job", d.id, "err", err)
 	}
 	if err := d.msg.NakWithDelay(delay); err != nil {
 		w.log.Warn("nak failed; the job comes back after its ack wait", "job", d.id, "err", err)
 	}
-	status := "retry"
-	if eventType == EventRequeued {
-		status = "requeued"
-	}
-	w.cfg.Metrics.attemptEnded(d.queue, status, time.Since(d.started))
 	w.log.Info("job handed back", "job", d.id, "attempt", d.attempt, "why", why, "delay", delay)
 }
 
@@ -781,8 +793,8 @@ func (w *Worker) exhausted(d delivery, runErr error) {
 	_ = d.msg.TermWithReason(reason)
 	res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt,
 		Worker: w.cfg.WorkerID, DurationMS: time.Since(d.started).Milliseconds(), Metadata: d.job.Metadata}
+	d.ended(string(StatusDead))
 	w.markDead(ctx, d.env, d.queue, d.seq, res)
-	w.cfg.Metrics.attemptEnded(d.queue, string(StatusDead), time.Since(d.started))
 }
 
 // onCancel cancels a job running here; other workers stay silent, so a

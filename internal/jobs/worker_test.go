@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/schemas"
 )
 
@@ -348,4 +350,89 @@ func TestFailureAndTimeout(t *testing.T) {
 	if r.runCount("fails") != 1 || r.runCount("slow") != 1 {
 		t.Error("failed jobs were retried")
 	}
+}
+
+// An attempt that loses its job (another attempt took the state over)
+// still ends in the metrics: jetagent_jobs_running goes back to 0 and the
+// attempt is counted as lost, whichever way it would have ended.
+func TestMetricsBalancedWhenTheJobIsLost(t *testing.T) {
+	t.Parallel()
+	nc := connect(t, startServer(t))
+	reg := prometheus.NewRegistry()
+	metrics, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := make(chan string, 4)
+	runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
+		// Someone else owns the job now: its state names another worker.
+		js, err := jetstream.New(env.Conn())
+		if err != nil {
+			return nil, err
+		}
+		kv, err := js.KeyValue(ctx, env.Names().StateBucket())
+		if err != nil {
+			return nil, err
+		}
+		st := State{ID: job.ID, Status: StatusRunning, Attempt: 9, Worker: "someone-else", UpdatedAt: time.Now()}
+		if _, err := kv.Put(ctx, job.ID, mustJSON(st)); err != nil {
+			return nil, err
+		}
+		taken <- job.ID
+		switch job.Task {
+		case "retry":
+			return nil, Retryable(errors.New("transient"))
+		case "fail":
+			return nil, errors.New("failed")
+		}
+		return &Outcome{Result: agentloop.Result{Answer: "ok"}}, nil
+	})
+	startWorker(t, nc, Config{Runner: runner, Metrics: metrics, Concurrency: 1})
+	c := newClient(t, nc)
+	ctx := testContext(t)
+	for _, task := range []string{"retry", "fail", "ok"} {
+		if _, err := c.Submit(ctx, &Job{Task: task}); err != nil {
+			t.Fatal(err)
+		}
+		<-taken
+	}
+	// The three attempts end after their runner returns; wait until the
+	// histogram has all three, then the gauge must be back at 0.
+	var running, lost float64
+	for ctx.Err() == nil {
+		running, lost = gaugeAndLost(t, reg)
+		if lost == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond): // polling a registry: there is no signal to wait on
+		}
+	}
+	if lost != 3 || running != 0 {
+		t.Errorf("lost attempts %v (want 3), jobs running %v (want 0)", lost, running)
+	}
+}
+
+func gaugeAndLost(t *testing.T, reg *prometheus.Registry) (running, lost float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "jetagent_jobs_running":
+				running = m.GetGauge().GetValue()
+			case "jetagent_job_duration_seconds":
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "status" && l.GetValue() == "lost" {
+						lost += float64(m.GetHistogram().GetSampleCount())
+					}
+				}
+			}
+		}
+	}
+	return running, lost
 }
