@@ -19,6 +19,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 // envPrefix prefixes every jetagent variable. The standard NATS_* and
@@ -61,6 +62,13 @@ type Config struct {
 	SystemPrompt      string        `split_words:"true" desc:"system prompt of jobs that set none"`
 	ClientToolTimeout time.Duration `split_words:"true" desc:"how long a client tool call waits for the submitter's answer"`
 
+	MCPConnectTimeout time.Duration `envconfig:"MCP_CONNECT_TIMEOUT" desc:"MCP: bound on one connection attempt (spawn or dial, handshake, first tools/list)"`
+	MCPHealthInterval time.Duration `envconfig:"MCP_HEALTH_INTERVAL" desc:"MCP: how often each shared session is pinged (0: no health checks)"`
+	MCPHealthMisses   int           `envconfig:"MCP_HEALTH_MISSES" desc:"MCP: unanswered pings in a row (while the server answers nothing else) before its session is replaced"`
+	MCPResyncInterval time.Duration `envconfig:"MCP_RESYNC_INTERVAL" desc:"MCP: how often tool lists are re-read without a list_changed notification (0: never)"`
+	MCPBackoffInitial time.Duration `envconfig:"MCP_BACKOFF_INITIAL" desc:"MCP: first delay before reconnecting a server that failed"`
+	MCPBackoffMax     time.Duration `envconfig:"MCP_BACKOFF_MAX" desc:"MCP: longest delay between reconnection attempts"`
+
 	MetricsAddr string `split_words:"true" desc:"address of the Prometheus /metrics endpoint, e.g. :9090 (empty: off)"`
 	LogLevel    string `split_words:"true" desc:"debug, info, warn or error"`
 	LogFormat   string `split_words:"true" desc:"text or json"`
@@ -99,6 +107,7 @@ func defaultSettings() Settings {
 	jc := jobs.Config{}.WithDefaults()
 	lc := agentloop.Config{}.WithDefaults()
 	rc := agentrun.Config{}.WithDefaults()
+	pc := toolcache.DefaultSettings()
 	t := jc.Topology
 	return Settings{Config: Config{
 		DataDir: "jetagent-data", Listen: "127.0.0.1:4222",
@@ -111,7 +120,9 @@ func defaultSettings() Settings {
 		DeferredAbove: lc.AutoThresholds.DeferredAbove, SearchAbove: lc.AutoThresholds.SearchAbove,
 		MaxToolOutput:     lc.MaxToolOutput,
 		ClientToolTimeout: rc.ClientToolTimeout,
-		LogLevel:          "info", LogFormat: "text",
+		MCPConnectTimeout: pc.ConnectTimeout, MCPHealthInterval: pc.HealthInterval, MCPHealthMisses: pc.HealthMisses,
+		MCPResyncInterval: pc.ResyncInterval, MCPBackoffInitial: pc.BackoffInitial, MCPBackoffMax: pc.BackoffMax,
+		LogLevel: "info", LogFormat: "text",
 	}, OpenAI: OpenAIConfig{BaseURL: defaultBaseURL, Model: defaultModel}}
 }
 
@@ -149,6 +160,15 @@ func (s Settings) runConfig() agentrun.Config {
 	return agentrun.Config{Model: s.OpenAI.Model, ClientToolTimeout: s.ClientToolTimeout}
 }
 
+// poolSettings is the MCP pool's configuration.
+func (s Settings) poolSettings() toolcache.Settings {
+	c := s.Config
+	return toolcache.Settings{
+		ConnectTimeout: c.MCPConnectTimeout, HealthInterval: c.MCPHealthInterval, HealthMisses: c.MCPHealthMisses,
+		ResyncInterval: c.MCPResyncInterval, BackoffInitial: c.MCPBackoffInitial, BackoffMax: c.MCPBackoffMax,
+	}
+}
+
 // The variable of each library field; a library's configuration error
 // names the field, and the worker names the variable.
 var (
@@ -168,7 +188,12 @@ var (
 		"DefaultMaxRounds": "JETAGENT_MAX_ROUNDS", "AutoThresholds.DeferredAbove": "JETAGENT_DEFERRED_ABOVE",
 		"AutoThresholds.SearchAbove": "JETAGENT_SEARCH_ABOVE", "MaxToolOutput": "JETAGENT_MAX_TOOL_OUTPUT",
 	}
-	runVars = map[string]string{"ClientToolTimeout": "JETAGENT_CLIENT_TOOL_TIMEOUT"}
+	runVars  = map[string]string{"ClientToolTimeout": "JETAGENT_CLIENT_TOOL_TIMEOUT"}
+	poolVars = map[string]string{
+		"ConnectTimeout": "JETAGENT_MCP_CONNECT_TIMEOUT", "HealthInterval": "JETAGENT_MCP_HEALTH_INTERVAL",
+		"HealthMisses": "JETAGENT_MCP_HEALTH_MISSES", "ResyncInterval": "JETAGENT_MCP_RESYNC_INTERVAL",
+		"BackoffInitial": "JETAGENT_MCP_BACKOFF_INITIAL", "BackoffMax": "JETAGENT_MCP_BACKOFF_MAX",
+	}
 )
 
 // named rewrites a library's *cfgerr.FieldError into one that names the
@@ -251,6 +276,9 @@ func readSettings() (Settings, error) {
 func (s Settings) validateTools() error {
 	if err := s.loopConfig().Validate(); err != nil {
 		return named(err, loopVars)
+	}
+	if err := s.poolSettings().Validate(); err != nil {
+		return named(err, poolVars)
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		if err != nil {
 			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
 		}
-		if pool, err = toolcache.NewPool(ctx, cfg, toolcache.WithLogger(log)); err != nil {
+		if pool, err = toolcache.NewPool(ctx, cfg, toolcache.WithSettings(s.poolSettings()), toolcache.WithLogger(log)); err != nil {
 			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
 		}
 		defer pool.Close() //nolint:errcheck // at exit
@@ -278,7 +278,8 @@ func tools(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := toolcache.NewPool(ctx, cfg, toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	pool, err := toolcache.NewPool(ctx, cfg, toolcache.WithSettings(s.poolSettings()),
+		toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		return err
 	}

@@ -398,3 +398,40 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 }
+
+// worker tokens reads its configuration as the worker does: the auto-mode
+// thresholds of the environment decide its auto column, and a bad value is
+// refused naming the variable.
+func TestTokensHonoursThresholds(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	catalog := "../../../shared/catalogs/notion.json"
+	if _, err := os.Stat(catalog); err != nil {
+		t.Skipf("shared catalogs not here: %v", err)
+	}
+	tests := []struct {
+		env      map[string]string
+		code     int
+		want     string
+		wantErrs string
+	}{
+		{nil, 0, "deferred\n", ""},
+		{map[string]string{"JETAGENT_DEFERRED_ABOVE": "1", "JETAGENT_SEARCH_ABOVE": "2"}, 0, "search\n", ""},
+		{map[string]string{"JETAGENT_DEFERRED_ABOVE": "100000", "JETAGENT_SEARCH_ABOVE": "200000"}, 0, "full\n", ""},
+		{map[string]string{"JETAGENT_SEARCH_ABOVE": "10"}, 1, "", "invalid JETAGENT_SEARCH_ABOVE"},
+		{map[string]string{"JETAGENT_MCP_HEALTH_MISSES": "0"}, 1, "", "invalid JETAGENT_MCP_HEALTH_MISSES: must be at least 1"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.env), func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"tokens", catalog}, &stdout, &stderr); code != tt.code {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			if !strings.HasSuffix(stdout.String(), tt.want) || !strings.Contains(stderr.String(), tt.wantErrs) {
+				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), tt.want, tt.wantErrs)
+			}
+		})
+	}
+}
