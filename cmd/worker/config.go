@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"reflect"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -160,6 +160,11 @@ func (s Settings) runConfig() agentrun.Config {
 	return agentrun.Config{Model: s.OpenAI.Model, ClientToolTimeout: s.ClientToolTimeout}
 }
 
+// llmConfig is the model client's configuration (without its hooks).
+func (s Settings) llmConfig() llm.Config {
+	return llm.Config{BaseURL: s.OpenAI.BaseURL, APIKey: s.OpenAI.APIKey, Model: s.OpenAI.Model}
+}
+
 // poolSettings is the MCP pool's configuration.
 func (s Settings) poolSettings() toolcache.Settings {
 	c := s.Config
@@ -189,6 +194,7 @@ var (
 		"AutoThresholds.SearchAbove": "JETAGENT_SEARCH_ABOVE", "MaxToolOutput": "JETAGENT_MAX_TOOL_OUTPUT",
 	}
 	runVars  = map[string]string{"ClientToolTimeout": "JETAGENT_CLIENT_TOOL_TIMEOUT"}
+	llmVars  = map[string]string{"BaseURL": "OPENAI_BASE_URL", "Model": "OPENAI_MODEL"}
 	poolVars = map[string]string{
 		"ConnectTimeout": "JETAGENT_MCP_CONNECT_TIMEOUT", "HealthInterval": "JETAGENT_MCP_HEALTH_INTERVAL",
 		"HealthMisses": "JETAGENT_MCP_HEALTH_MISSES", "ResyncInterval": "JETAGENT_MCP_RESYNC_INTERVAL",
@@ -324,11 +330,8 @@ func (s Settings) validate() error {
 			return bad("JETAGENT_METRICS_ADDR", "%q is not host:port", c.MetricsAddr)
 		}
 	}
-	if u, err := url.Parse(s.OpenAI.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad("OPENAI_BASE_URL", "%q is not an http(s) URL", s.OpenAI.BaseURL)
-	}
-	if strings.TrimSpace(s.OpenAI.Model) == "" {
-		return bad("OPENAI_MODEL", "must not be empty")
+	if err := s.llmConfig().Validate(); err != nil {
+		return named(err, llmVars)
 	}
 	if s.OpenAI.APIKey == "" && strings.Contains(s.OpenAI.BaseURL, "api.openai.com") {
 		return bad("OPENAI_API_KEY", "is required for %s", s.OpenAI.BaseURL)

@@ -130,9 +130,13 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		}
 	}
 
-	model, err := llm.New(llm.Config{BaseURL: s.OpenAI.BaseURL, APIKey: s.OpenAI.APIKey, Model: s.OpenAI.Model})
+	mc := s.llmConfig()
+	mc.OnRetry = func(attempt int, delay time.Duration, err error) {
+		log.Warn("model request failed; retrying", "attempt", attempt, "delay", delay, "err", err)
+	}
+	model, err := llm.New(mc)
 	if err != nil {
-		return fmt.Errorf("OPENAI_BASE_URL / OPENAI_MODEL: %w", err)
+		return named(err, llmVars)
 	}
 	lc := s.loopConfig()
 	lc.LLM = model

@@ -2,11 +2,12 @@ package llm
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/jetagent/jetagent/internal/cfgerr"
 )
 
 // Defaults applied by New for zero Config fields.
@@ -56,6 +57,13 @@ type Config struct {
 // ErrConfig is wrapped by every configuration error from New.
 var ErrConfig = errors.New("llm: invalid config")
 
+// Validate checks cfg as New would. Errors are *cfgerr.FieldError naming
+// the field, wrapping ErrConfig.
+func (cfg Config) Validate() error {
+	_, err := cfg.withDefaults()
+	return err
+}
+
 // withDefaults validates cfg and fills zero fields.
 func (cfg Config) withDefaults() (Config, error) {
 	base, err := normaliseBaseURL(cfg.BaseURL)
@@ -64,7 +72,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.BaseURL = base
 	if strings.TrimSpace(cfg.Model) == "" {
-		return cfg, fmt.Errorf("%w: Model is required", ErrConfig)
+		return cfg, cfgerr.Field(ErrConfig, "Model", "Model", "is required")
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = DefaultMaxRetries
@@ -75,7 +83,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.MaxRetryDelay < 0 {
-		return cfg, fmt.Errorf("%w: MaxRetryDelay must not be negative (got %s)", ErrConfig, cfg.MaxRetryDelay)
+		return cfg, cfgerr.Field(ErrConfig, "MaxRetryDelay", "MaxRetryDelay", "must not be negative (got %s)", cfg.MaxRetryDelay)
 	}
 	if cfg.MaxRetryDelay == 0 {
 		cfg.MaxRetryDelay = DefaultMaxRetryDelay
@@ -93,17 +101,17 @@ func (cfg Config) withDefaults() (Config, error) {
 func normaliseBaseURL(base string) (string, error) {
 	base = strings.TrimSpace(base)
 	if base == "" {
-		return "", fmt.Errorf("%w: BaseURL is required", ErrConfig)
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "is required")
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", fmt.Errorf("%w: BaseURL: %w", ErrConfig, err)
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q is not a URL: %v", base, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("%w: BaseURL %q must be an absolute http(s) URL", ErrConfig, base)
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must be an absolute http(s) URL", base)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%w: BaseURL %q must not have a query or fragment", ErrConfig, base)
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must not have a query or fragment", base)
 	}
 	return strings.TrimRight(base, "/") + "/", nil
 }
