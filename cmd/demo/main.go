@@ -93,16 +93,16 @@ func run(ctx context.Context, task string, keep bool) error {
 	defer func() {
 		_ = worker.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-exited: //nolint:errcheck // how a worker told to stop exits is of no interest here
 		case <-time.After(10 * time.Second):
 			_ = worker.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed: its exit status says nothing
 		}
 	}()
 	select {
 	case <-ready:
 	case err := <-exited:
-		return fmt.Errorf("worker exited before it was ready: %v", err)
+		return fmt.Errorf("worker exited before it was ready: %w", err)
 	case <-time.After(60 * time.Second):
 		return errors.New("worker not ready after 60s")
 	case <-ctx.Done():

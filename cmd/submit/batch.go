@@ -74,7 +74,7 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 	if base.ID != "" {
 		return 0, usagef("--job %s sets an id: in a batch every job needs its own (give ids on the lines)", f.jobFile)
 	}
-	var in io.Reader = c.stdin
+	in := c.stdin
 	if f.file != "-" {
 		file, err := os.Open(f.file)
 		if err != nil {

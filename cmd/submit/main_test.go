@@ -118,7 +118,12 @@ func startWorkerMax(t *testing.T, maxPayload int32) (*nats.Conn, *echoRunner) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
 	select {
 	case <-w.Ready():
 	case err := <-done:

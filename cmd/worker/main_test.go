@@ -70,7 +70,7 @@ func buildBinary(pkg, name string) (string, error) {
 			bin := filepath.Join(testBinDir, name)
 			out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 			if err != nil {
-				return "", fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+				return "", fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 			}
 			return bin, nil
 		})
@@ -175,7 +175,7 @@ func scriptedModel(req llmtest.RecordedRequest) llmtest.Reply {
 		return llmtest.Reply{Content: "The result is " + toolResult}
 	case strings.HasPrefix(task, "add "):
 		var a, b int
-		fmt.Sscanf(task, "add %d %d", &a, &b)
+		_, _ = fmt.Sscanf(task, "add %d %d", &a, &b) // a task that is not "add" adds zeros
 		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{
 			Name: "add", Arguments: fmt.Sprintf(`{"a":%d,"b":%d}`, a, b)}}}}
 	case task == "sleep":

@@ -366,7 +366,7 @@ func TestHTTPTransports(t *testing.T) {
 			if err != nil {
 				t.Fatalf("reading the listen line: %v", err)
 			}
-			go io.Copy(io.Discard, pr)
+			go func() { _, _ = io.Copy(io.Discard, pr) }()
 			url, ok := strings.CutPrefix(strings.TrimSpace(line), "mcpserver: listening on ")
 			if !ok {
 				t.Fatalf("listen line %q", line)

@@ -31,7 +31,12 @@ func BenchmarkPipeline(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- w.Run(ctx) }()
-			defer func() { cancel(); <-done }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					b.Error(err)
+				}
+			}()
 			<-w.Ready()
 			c, err := NewClient(ctx, nc, ClientConfig{})
 			if err != nil {

@@ -39,7 +39,12 @@ func ExampleWorker() {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	defer func() { stop(); <-done }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			panic(err)
+		}
+	}()
 	<-w.Ready()
 
 	client, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})

@@ -96,7 +96,7 @@ func (s *stateStore) wait(ctx context.Context, id string, until func(*State) boo
 	if err != nil {
 		return nil, fmt.Errorf("watch state of %s: %w", id, err)
 	}
-	defer w.Stop()
+	defer w.Stop() //nolint:errcheck // stopping a watch: nothing to do on failure
 	for {
 		select {
 		case <-ctx.Done():

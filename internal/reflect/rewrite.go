@@ -134,7 +134,7 @@ func plan(recs []Record) rewritePlan {
 				why = fmt.Sprintf("id %q used by more than one record", id)
 				break
 			}
-			if byCall[id] != nil && byCall[id].ids != nil && !(id == cid && len(g.recs) == 1) {
+			if byCall[id] != nil && byCall[id].ids != nil && (id != cid || len(g.recs) != 1) {
 				why = fmt.Sprintf("id %q is also the call id of a recorded call", id)
 				break
 			}

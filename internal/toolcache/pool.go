@@ -211,7 +211,7 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := o.Settings.Validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	all := map[string]ServerConfig{}

@@ -208,7 +208,7 @@ func tokens(text string, cjk, join bool) []string {
 	inCJK := false
 	emit := func(w string) {
 		// Single letters ("s" of "repository's") carry no meaning; digits do.
-		if !stopWords[w] && !(len(w) == 1 && w[0] >= 'a' && w[0] <= 'z') {
+		if !stopWords[w] && (len(w) != 1 || w[0] < 'a' || w[0] > 'z') {
 			out = append(out, stem(w))
 		}
 	}

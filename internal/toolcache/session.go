@@ -320,7 +320,7 @@ func (s *session) isDead() bool {
 func (s *session) close() error {
 	s.closeOnce.Do(func() {
 		s.markDead(ErrClosed)
-		if s.pid > 0 && s.deadErr != ErrClosed {
+		if s.pid > 0 && !errors.Is(s.deadErr, ErrClosed) {
 			// A broken session gets no graceful stdin-close/SIGTERM grace
 			// period (5 s for a hung server): reconnecting is waiting on it.
 			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
@@ -339,7 +339,7 @@ func (s *session) close() error {
 		s.closing = true
 		s.bgMu.Unlock()
 		s.wg.Wait()
-		if s.deadErr != ErrClosed {
+		if !errors.Is(s.deadErr, ErrClosed) {
 			s.closeErr = nil // how a broken session's process ended is no news
 		}
 	})
