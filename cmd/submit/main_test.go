@@ -19,14 +19,12 @@ import (
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/schemas"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// nats.go v1.55 race in ObjectStore.Put (see internal/jobs/main_test.go).
-		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
-	)
+	goleak.VerifyTestMain(m, natstest.GoleakOptions()...)
 }
 
 // echoRunner answers "echo:X" with X, fails "fail:X", blocks on "block".

@@ -20,6 +20,7 @@ import (
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/internal/reflect"
 	"github.com/jetagent/jetagent/schemas"
 )
@@ -333,7 +334,7 @@ func TestClientToolsEndToEnd(t *testing.T) {
 	}
 
 	h := startClientWorker(t, threeToolsModel(path), nil)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	const id = "e2e-three-tools"
 	clientReqs := h.spy(t, "agent.client."+id)
 	published := h.spy(t, "agent.jobs.>")

@@ -15,6 +15,7 @@ import (
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // askModel calls the client tool named by a task "ask:NAME", then answers
@@ -69,7 +70,7 @@ func TestClientToolWait(t *testing.T) {
 	})
 
 	t.Run("heartbeat while waiting, forged answers ignored", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := natstest.Context(t)
 		job := clientJob(t, "wait-heartbeat", "ask_user")
 		asked, release := make(chan struct{}), make(chan struct{})
 		serveClient(t, ctx, h.nc, job, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
@@ -159,7 +160,7 @@ func TestClientToolWait(t *testing.T) {
 	})
 
 	t.Run("no answer in time is a tool error", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := natstest.Context(t)
 		job := clientJob(t, "wait-silent", "ask_user")
 		asked := make(chan struct{})
 		serveClient(t, ctx, h.nc, job, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
@@ -244,7 +245,7 @@ func TestClientToolDeclarationsAtTheDoor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := natstest.Context(t)
 			job := clientJob(t, "door-"+strings.ReplaceAll(tt.name, " ", "-"), "ask_user")
 			job.ClientTools = tt.tools
 			if _, err := h.client.Submit(ctx, job); err != nil {
@@ -281,7 +282,7 @@ func TestClientToolDeclarationsAtTheDoor(t *testing.T) {
 // payload published by any other NATS client, with the same words.
 func TestTooManyClientTools(t *testing.T) {
 	h := startClientWorker(t, askModel, nil)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	job := clientJob(t, "door-too-many", "ask_user")
 	job.ClientTools = make([]clienttools.Decl, 65)
 	for i := range job.ClientTools {

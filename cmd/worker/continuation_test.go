@@ -11,6 +11,7 @@ import (
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/schemas"
 )
 
@@ -46,7 +47,7 @@ func continuationModel(req llmtest.RecordedRequest) llmtest.Reply {
 func TestContinuation(t *testing.T) {
 	const system = "You are the continuation test agent."
 	h := startClientWorker(t, continuationModel, map[string]string{"JETAGENT_SYSTEM_PROMPT": system})
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 
 	first := clientJob(t, "cont-first", "ask_user")
 	first.Task, first.ToolMode, first.Servers = "first", "search", []string{"demo"}
@@ -144,7 +145,7 @@ func TestContinuation(t *testing.T) {
 		{"history without its prompt gets the default", "", refl.Messages[1:], system},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := natstest.Context(t)
 			rc, err := h.client.Submit(ctx, &jobs.Job{Task: "again", System: tt.system, History: tt.history, Servers: []string{"demo"}})
 			if err != nil {
 				t.Fatal(err)

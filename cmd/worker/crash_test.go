@@ -25,6 +25,7 @@ import (
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestCrashResumesFromCheckpoint is the durability promise end to end: a
@@ -36,7 +37,7 @@ import (
 // coherent transcript, and no MCP server process outlives its worker.
 func TestCrashResumesFromCheckpoint(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	const id = "crash-resume"
 
 	ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})

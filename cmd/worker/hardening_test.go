@@ -15,6 +15,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestEmbeddedAuthConfig: in embedded mode the NATS_* authentication
@@ -73,7 +74,7 @@ func TestEmbeddedAuthConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		ctx := testContext(t)
+		ctx := natstest.Context(t)
 		c, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
 		if err != nil {
 			t.Fatal(err)
@@ -133,7 +134,7 @@ func TestMaxJobBytesAgainstMaxPayload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = serve(testContext(t), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		err = serve(natstest.Context(t), s, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 		if err == nil {
 			t.Fatal("started")
 		}
@@ -149,7 +150,7 @@ func TestMaxJobBytesAgainstMaxPayload(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs lockedBuffer
-		ctx, cancel := context.WithCancel(testContext(t))
+		ctx, cancel := context.WithCancel(natstest.Context(t))
 		ready := make(chan *jobs.Worker, 1)
 		done := make(chan error, 1)
 		go func() {

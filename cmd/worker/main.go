@@ -89,6 +89,14 @@ func newLogger(c Config, w io.Writer) *slog.Logger {
 // serve runs the worker until ctx ends. ready, when set, is called with the
 // worker once it takes jobs (for tests).
 func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.Worker, *nats.Conn)) error {
+	// A bad servers file is refused before anything starts.
+	var mcpCfg toolcache.Config
+	if s.MCPConfig != "" {
+		var err error
+		if mcpCfg, err = toolcache.LoadConfig(s.MCPConfig); err != nil {
+			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
+		}
+	}
 	var nc *nats.Conn
 	if s.NATS.URL == "" {
 		ec := s.embedded()
@@ -116,11 +124,8 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	var pool *toolcache.Pool
 	var known func(string) bool
 	if s.MCPConfig != "" {
-		cfg, err := toolcache.LoadConfig(s.MCPConfig)
-		if err != nil {
-			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
-		}
-		if pool, err = toolcache.NewPool(ctx, cfg, toolcache.WithSettings(s.poolSettings()), toolcache.WithLogger(log)); err != nil {
+		var err error
+		if pool, err = toolcache.NewPool(ctx, mcpCfg, toolcache.WithSettings(s.poolSettings()), toolcache.WithLogger(log)); err != nil {
 			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
 		}
 		defer pool.Close() //nolint:errcheck // at exit

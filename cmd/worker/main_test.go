@@ -23,6 +23,7 @@ import (
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/schemas"
 )
 
@@ -43,8 +44,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	if code == 0 {
-		// nats.go v1.55 race in ObjectStore.Put (see internal/jobs/main_test.go).
-		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect")); err != nil {
+		if err := goleak.Find(natstest.GoleakOptions()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}
@@ -125,6 +125,8 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_RETRY_DELAY": "1m", "JETAGENT_RETRY_DELAY_MAX": "30s"}, "invalid JETAGENT_RETRY_DELAY_MAX: 30s must not be below"},
 		{map[string]string{"JETAGENT_MAX_ROUNDS": "60"}, "invalid JETAGENT_MAX_ROUNDS: 60 exceeds MaxRoundsCap 50 (with JETAGENT_MAX_ROUNDS_CAP (default))"},
 		{map[string]string{"JETAGENT_CLIENT_TOOL_TIMEOUT": "0s"}, "invalid JETAGENT_CLIENT_TOOL_TIMEOUT: must be positive"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": "/nonexistent/mcp.json"}, "JETAGENT_MCP_CONFIG=/nonexistent/mcp.json: toolcache: read config"},
+		{map[string]string{"OPENAI_BASE_URL": "http://x/v1?a=b"}, "invalid OPENAI_BASE_URL: \"http://x/v1?a=b\" must not have a query"},
 		{map[string]string{"JETAGENT_QUEUES": "a.b"}, `invalid JETAGENT_QUEUES: "a.b"`},
 		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
 		{map[string]string{"JETAGENT_TOOL_MODE": "code"}, "invalid JETAGENT_TOOL_MODE: code mode is not available yet"},
@@ -264,12 +266,6 @@ func startServe(t *testing.T, s Settings) (*jobs.Worker, *nats.Conn) {
 	return nil, nil
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // TestEndToEnd runs real jobs through the worker command: embedded NATS,
 // the example MCP server over stdio, the agent loop and a scripted model.
 func TestEndToEnd(t *testing.T) {
@@ -280,7 +276,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	t.Run("tool call", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := natstest.Context(t)
 		rc, err := h.client.Submit(ctx, &jobs.Job{Task: "add 2 3", Servers: []string{"demo"}})
 		if err != nil {
 			t.Fatal(err)
@@ -358,7 +354,7 @@ func TestEndToEnd(t *testing.T) {
 	// a cancelled context, and the job ends within a second.
 	for _, tc := range []struct{ task, waitFor string }{{"sleep", "tool.call"}, {"think", "llm.request"}} {
 		t.Run("cancel during "+tc.waitFor, func(t *testing.T) {
-			ctx := testContext(t)
+			ctx := natstest.Context(t)
 			id := "cancel-" + tc.task
 			sub, err := h.nc.SubscribeSync("agent.events." + id + "." + tc.waitFor)
 			if err != nil {
@@ -384,7 +380,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	t.Run("unknown server", func(t *testing.T) {
-		ctx := testContext(t)
+		ctx := natstest.Context(t)
 		rc, err := h.client.Submit(ctx, &jobs.Job{Task: "add 1 1", Servers: []string{"demo", "nope"}})
 		if err != nil {
 			t.Fatal(err)

@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	h := func(_ context.Context, name string, args json.RawMessage) (string, bool, error) {
 		switch name {
 		case "fail":
@@ -42,7 +44,7 @@ func TestRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := c.Call(testCtx(t), tt.tool, json.RawMessage(tt.args))
+			res, err := c.Call(natstest.Context(t), tt.tool, json.RawMessage(tt.args))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,29 +57,29 @@ func TestRoundTrip(t *testing.T) {
 
 func TestCallText(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	serve(t, submitter, "job-text", testSecret, func(_ context.Context, name string, _ json.RawMessage) (string, bool, error) {
 		return "result of " + name, name == "bad", nil
 	}, Options{})
 	c := newCaller(t, worker, "job-text", testSecret, Options{Timeout: 10 * time.Second})
-	if out, err := c.CallText(testCtx(t), "good", nil); err != nil || out != "result of good" {
+	if out, err := c.CallText(natstest.Context(t), "good", nil); err != nil || out != "result of good" {
 		t.Errorf("good: %q, %v", out, err)
 	}
 	var te *ToolError
-	if _, err := c.CallText(testCtx(t), "bad", nil); !errors.As(err, &te) || te.Text != "result of bad" {
+	if _, err := c.CallText(natstest.Context(t), "bad", nil); !errors.As(err, &te) || te.Text != "result of bad" {
 		t.Errorf("bad: got %v, want *ToolError", err)
 	}
 }
 
 func TestTimeoutIsClearError(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	started := make(chan struct{}, 1)
 	serve(t, submitter, "job-slow", testSecret, blockUntilCancelled(started), Options{})
 	c := newCaller(t, worker, "job-slow", testSecret, Options{Timeout: 300 * time.Millisecond})
-	_, err := c.Call(testCtx(t), "slow", nil)
+	_, err := c.Call(natstest.Context(t), "slow", nil)
 	if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("got %v, want ErrNoAnswer (did not answer)", err)
 	}
@@ -86,9 +88,9 @@ func TestTimeoutIsClearError(t *testing.T) {
 
 func TestNoSubmitter(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	c := newCaller(t, connect(t, s), "job-alone", testSecret, Options{Timeout: 400 * time.Millisecond})
-	_, err := c.Call(testCtx(t), "echo", nil)
+	s := natstest.Start(t)
+	c := newCaller(t, natstest.Connect(t, s), "job-alone", testSecret, Options{Timeout: 400 * time.Millisecond})
+	_, err := c.Call(natstest.Context(t), "echo", nil)
 	if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "no submitter listening on agent.client.job-alone") {
 		t.Fatalf("got %v, want ErrNoAnswer naming the missing listener", err)
 	}
@@ -112,12 +114,12 @@ func TestRepublishBackOff(t *testing.T) {
 // still gets asked again before the timeout.
 func TestLateSubmitter(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	c := newCaller(t, worker, "job-late", testSecret, Options{Timeout: 20 * time.Second})
 	done := make(chan error, 1)
 	go func() {
-		res, err := c.Call(testCtx(t), "echo", json.RawMessage(`{"late":true}`))
+		res, err := c.Call(natstest.Context(t), "echo", json.RawMessage(`{"late":true}`))
 		if err == nil && res.Text != `echo {"late":true}` {
 			err = fmt.Errorf("got %q", res.Text)
 		}
@@ -131,8 +133,8 @@ func TestLateSubmitter(t *testing.T) {
 
 func TestWrongSecretIgnored(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	rejected := make(chan error, 4)
 	var ran atomic.Int32
 	serve(t, submitter, "job-sec", strings.Repeat("x", 32), func(ctx context.Context, n string, a json.RawMessage) (string, bool, error) {
@@ -140,7 +142,7 @@ func TestWrongSecretIgnored(t *testing.T) {
 		return echo(ctx, n, a)
 	}, Options{OnReject: func(err error) { rejected <- err }})
 	c := newCaller(t, worker, "job-sec", testSecret, Options{Timeout: 500 * time.Millisecond})
-	_, err := c.Call(testCtx(t), "echo", nil)
+	_, err := c.Call(natstest.Context(t), "echo", nil)
 	if !errors.Is(err, ErrNoAnswer) {
 		t.Fatalf("got %v, want ErrNoAnswer", err)
 	}
@@ -156,8 +158,8 @@ func TestWrongSecretIgnored(t *testing.T) {
 // ignored and the real one, arriving later, is taken.
 func TestForgedAnswerIgnored(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter, rogue := connect(t, s), connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter, rogue := natstest.Connect(t, s), natstest.Connect(t, s), natstest.Connect(t, s)
 	forgedSeen := make(chan struct{})
 	var once sync.Once
 	c := newCaller(t, worker, "job-forge", testSecret, Options{
@@ -187,7 +189,7 @@ func TestForgedAnswerIgnored(t *testing.T) {
 			return "", true, ctx.Err()
 		}
 	}, Options{})
-	res, err := c.Call(testCtx(t), "echo", nil)
+	res, err := c.Call(natstest.Context(t), "echo", nil)
 	if err != nil || res.Text != "genuine" {
 		t.Fatalf("got %q, %v; want genuine", res.Text, err)
 	}
@@ -195,8 +197,8 @@ func TestForgedAnswerIgnored(t *testing.T) {
 
 func TestReplayedRequestRejected(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter, spy := connect(t, s), connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter, spy := natstest.Connect(t, s), natstest.Connect(t, s), natstest.Connect(t, s)
 	captured := make(chan *nats.Msg, 1)
 	sub, err := spy.Subscribe(Subject("agent", "job-replay"), func(m *nats.Msg) { captured <- m })
 	if err != nil {
@@ -213,7 +215,7 @@ func TestReplayedRequestRejected(t *testing.T) {
 		return echo(ctx, n, a)
 	}, Options{OnReject: func(err error) { rejected <- err }})
 	c := newCaller(t, worker, "job-replay", testSecret, Options{Timeout: 10 * time.Second})
-	if _, err := c.Call(testCtx(t), "echo", nil); err != nil {
+	if _, err := c.Call(natstest.Context(t), "echo", nil); err != nil {
 		t.Fatal(err)
 	}
 	m := recv(t, captured)
@@ -230,8 +232,8 @@ func TestReplayedRequestRejected(t *testing.T) {
 
 func TestSizeLimits(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	big := func(n int) Handler {
 		return func(context.Context, string, json.RawMessage) (string, bool, error) {
 			return strings.Repeat("z", n), false, nil
@@ -240,30 +242,30 @@ func TestSizeLimits(t *testing.T) {
 	// Submitter allows big answers, the worker does not: rejected by the worker.
 	serve(t, submitter, "job-big", testSecret, big(5000), Options{MaxAnswer: 1 << 20})
 	c := newCaller(t, worker, "job-big", testSecret, Options{Timeout: 10 * time.Second, MaxAnswer: 1000})
-	if _, err := c.Call(testCtx(t), "echo", nil); !errors.Is(err, ErrAnswerTooLarge) {
+	if _, err := c.Call(natstest.Context(t), "echo", nil); !errors.Is(err, ErrAnswerTooLarge) {
 		t.Errorf("worker limit: got %v, want ErrAnswerTooLarge", err)
 	}
 	// The submitter's own limit turns the answer into a tool error.
 	serve(t, submitter, "job-big2", testSecret, big(5000), Options{MaxAnswer: 100})
 	c2 := newCaller(t, worker, "job-big2", testSecret, Options{Timeout: 10 * time.Second})
-	res, err := c2.Call(testCtx(t), "echo", nil)
+	res, err := c2.Call(natstest.Context(t), "echo", nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "answer too large") {
 		t.Errorf("submitter limit: got %+v, %v; want a tool error", res, err)
 	}
 	// Beyond NATS's max payload: a tool error, not a lost answer.
 	serve(t, submitter, "job-big3", testSecret, big(int(submitter.MaxPayload())+10), Options{MaxAnswer: 8 << 20})
 	c3 := newCaller(t, worker, "job-big3", testSecret, Options{Timeout: 10 * time.Second, MaxAnswer: 8 << 20})
-	res, err = c3.Call(testCtx(t), "echo", nil)
+	res, err = c3.Call(natstest.Context(t), "echo", nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "too large for NATS") {
 		t.Errorf("max payload: got %.80q, %v; want a tool error", res.Text, err)
 	}
 	// Arguments over the worker's limit are refused before sending.
 	c4 := newCaller(t, worker, "job-none", testSecret, Options{MaxArgs: 10})
-	if _, err := c4.Call(testCtx(t), "echo", json.RawMessage(`{"long":"aaaaaaaaaa"}`)); !errors.Is(err, ErrArgsTooLarge) {
+	if _, err := c4.Call(natstest.Context(t), "echo", json.RawMessage(`{"long":"aaaaaaaaaa"}`)); !errors.Is(err, ErrArgsTooLarge) {
 		t.Errorf("args: got %v, want ErrArgsTooLarge", err)
 	}
 	for _, bad := range []string{`[1]`, `{"a":`, `"s"`} {
-		if _, err := c4.Call(testCtx(t), "echo", json.RawMessage(bad)); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		if _, err := c4.Call(natstest.Context(t), "echo", json.RawMessage(bad)); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
 			t.Errorf("args %s: got %v, want not a JSON object", bad, err)
 		}
 	}
@@ -271,8 +273,8 @@ func TestSizeLimits(t *testing.T) {
 
 func TestConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	// Every call must be in flight at once before any is answered.
 	const n = 24
 	var arrived sync.WaitGroup
@@ -293,7 +295,7 @@ func TestConcurrentCalls(t *testing.T) {
 	for i := range n {
 		go func() {
 			args := fmt.Sprintf(`{"i":%d}`, i)
-			res, err := c.Call(testCtx(t), "echo", json.RawMessage(args))
+			res, err := c.Call(natstest.Context(t), "echo", json.RawMessage(args))
 			if err == nil && res.Text != "echo "+args {
 				err = fmt.Errorf("call %d got %q", i, res.Text)
 			}
@@ -309,12 +311,12 @@ func TestConcurrentCalls(t *testing.T) {
 
 func TestCancellation(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	started := make(chan struct{}, 1)
 	serve(t, submitter, "job-cancel", testSecret, blockUntilCancelled(started), Options{})
 	c := newCaller(t, worker, "job-cancel", testSecret, Options{Timeout: time.Minute})
-	ctx, cancel := context.WithCancel(testCtx(t))
+	ctx, cancel := context.WithCancel(natstest.Context(t))
 	done := make(chan error, 1)
 	go func() { _, err := c.Call(ctx, "slow", nil); done <- err }()
 	recv(t, started)
@@ -327,11 +329,11 @@ func TestCancellation(t *testing.T) {
 // stop cancels running handlers and waits for them.
 func TestStopWaitsForHandlers(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	started := make(chan struct{}, 1)
 	var finished atomic.Bool
-	stop, err := Serve(testCtx(t), submitter, "job-stop", testSecret, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
+	stop, err := Serve(natstest.Context(t), submitter, "job-stop", testSecret, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
 		started <- struct{}{}
 		<-ctx.Done()
 		finished.Store(true)
@@ -342,7 +344,7 @@ func TestStopWaitsForHandlers(t *testing.T) {
 	}
 	c := newCaller(t, worker, "job-stop", testSecret, Options{Timeout: 10 * time.Second})
 	done := make(chan error, 1)
-	go func() { _, err := c.Call(testCtx(t), "slow", nil); done <- err }()
+	go func() { _, err := c.Call(natstest.Context(t), "slow", nil); done <- err }()
 	recv(t, started)
 	stop()
 	if !finished.Load() {
@@ -357,8 +359,8 @@ func TestStopWaitsForHandlers(t *testing.T) {
 
 func TestConfigValidated(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	nc := connect(t, s)
+	s := natstest.Start(t)
+	nc := natstest.Connect(t, s)
 	h := Handler(echo)
 	tests := []struct {
 		name        string
@@ -379,7 +381,7 @@ func TestConfigValidated(t *testing.T) {
 			if _, err := NewCaller(tt.nc, tt.job, tt.secret, tt.o); !errors.Is(err, ErrConfig) {
 				t.Errorf("NewCaller: got %v, want ErrConfig", err)
 			}
-			if stop, err := Serve(testCtx(t), tt.nc, tt.job, tt.secret, h, tt.o); !errors.Is(err, ErrConfig) {
+			if stop, err := Serve(natstest.Context(t), tt.nc, tt.job, tt.secret, h, tt.o); !errors.Is(err, ErrConfig) {
 				t.Errorf("Serve: got %v, want ErrConfig", err)
 				if stop != nil {
 					stop()
@@ -391,14 +393,14 @@ func TestConfigValidated(t *testing.T) {
 
 func TestCustomPrefix(t *testing.T) {
 	t.Parallel()
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	serve(t, submitter, "job-p", testSecret, echo, Options{Prefix: "acme.agent"})
 	c := newCaller(t, worker, "job-p", testSecret, Options{Prefix: "acme.agent", Timeout: 10 * time.Second})
 	if c.Subject() != "acme.agent.client.job-p" {
 		t.Errorf("subject %q", c.Subject())
 	}
-	if res, err := c.Call(testCtx(t), "echo", nil); err != nil || res.Text != "echo {}" {
+	if res, err := c.Call(natstest.Context(t), "echo", nil); err != nil || res.Text != "echo {}" {
 		t.Fatalf("got %q, %v", res.Text, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -55,8 +56,8 @@ func TestLocalMCP(t *testing.T) {
 	if err := ValidateDecls(decls, DeclLimits{}); err != nil {
 		t.Fatal(err)
 	}
-	s := startNATS(t)
-	worker, submitter := connect(t, s), connect(t, s)
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
 	serve(t, submitter, "job-local", testSecret, LocalMCPHandler(v), Options{})
 	c := newCaller(t, worker, "job-local", testSecret, Options{Timeout: 10 * time.Second})
 	tests := []struct {
@@ -70,7 +71,7 @@ func TestLocalMCP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := c.Call(testCtx(t), tt.tool, json.RawMessage(tt.args))
+			res, err := c.Call(natstest.Context(t), tt.tool, json.RawMessage(tt.args))
 			if err != nil {
 				t.Fatal(err)
 			}

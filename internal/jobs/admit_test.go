@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // Config.Admit refuses jobs at the door: dead-lettered with its reason,
@@ -11,7 +13,7 @@ import (
 func TestAdmitRejects(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner()
 	startWorker(t, nc, Config{Runner: r, Admit: func(j *Job) error {
 		if strings.Contains(j.Task, "forbidden") {
@@ -20,7 +22,7 @@ func TestAdmitRejects(t *testing.T) {
 		return nil
 	}})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	for _, j := range []*Job{{ID: "admit-no", Task: "echo:forbidden"}, {ID: "admit-yes", Task: "echo:fine"}} {
 		if _, err := c.Submit(ctx, j); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // BenchmarkPipeline measures jobs per second through the whole pipeline:
@@ -19,8 +20,8 @@ import (
 func BenchmarkPipeline(b *testing.B) {
 	for _, conc := range []int{1, 8} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
-			s := startServerB(b)
-			nc := connectB(b, s)
+			s := startServer(b)
+			nc := natstest.Connect(b, s)
 			echo := RunnerFunc(func(context.Context, *Job, RunEnv) (*Outcome, error) {
 				return &Outcome{Result: agentloop.Result{Answer: "x", Messages: []llm.Message{{Role: llm.RoleAssistant, Content: "x"}}}}, nil
 			})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/schemas"
 )
 
@@ -22,7 +23,7 @@ func TestOversizedEventsAreOffloaded(t *testing.T) {
 	t.Parallel()
 	const maxPayload = 32 << 10
 	s := startSmallServer(t, maxPayload)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 
 	// Multi-byte characters, so a preview cut at a byte count must not
 	// split one.
@@ -40,7 +41,7 @@ func TestOversizedEventsAreOffloaded(t *testing.T) {
 	})
 	startWorker(t, nc, Config{Runner: runner})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	rc, err := c.Submit(ctx, &Job{ID: "big-events", Task: "x"})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/schemas"
 )
 
@@ -22,7 +23,7 @@ func TestOversizedResultsSettle(t *testing.T) {
 	t.Parallel()
 	const maxPayload = 32 << 10
 	s := startSmallServer(t, maxPayload)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 
 	// Multi-byte characters, so a preview cut at a byte count must not split one.
 	answer := strings.Repeat("réponse ", 12<<10)        // ~108 KiB
@@ -62,7 +63,7 @@ func TestOversizedResultsSettle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
 			t.Parallel()
-			ctx := testContext(t)
+			ctx := natstest.Context(t)
 			if _, err := c.Submit(ctx, &Job{ID: tt.id, Task: tt.task}); err != nil {
 				t.Fatal(err)
 			}

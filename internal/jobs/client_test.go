@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestSubmitPublishFailureLeavesNoState: when the job cannot be published
@@ -25,7 +27,7 @@ func TestSubmitPublishFailureLeavesNoState(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)

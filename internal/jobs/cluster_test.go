@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestCluster runs the pipeline on a three-node JetStream cluster: the
@@ -67,7 +69,7 @@ func TestCluster(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			_, err = EnsureTopology(testContext(t), js, topoCfg, func(f string, a ...any) {
+			_, err = EnsureTopology(natstest.Context(t), js, topoCfg, func(f string, a ...any) {
 				logMu.Lock()
 				defer logMu.Unlock()
 				logs = append(logs, fmt.Sprintf("node %d: ", i+1)+fmt.Sprintf(f, a...))
@@ -101,7 +103,7 @@ func TestCluster(t *testing.T) {
 
 	// Take away the node that leads the jobs stream: its raft groups step
 	// down first, the connections on it fail over to the others.
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	info, err := c.topo.Jobs.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -152,12 +154,12 @@ func TestCluster(t *testing.T) {
 func TestClusterScaleUp(t *testing.T) {
 	t.Parallel()
 	nodes := startCluster(t, 3)
-	nc := connect(t, nodes[0])
+	nc := natstest.Connect(t, nodes[0])
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	if _, err := EnsureTopology(ctx, js, TopologyConfig{}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,7 @@ func TestClusterScaleUp(t *testing.T) {
 // hold until released run at once, so each worker took one.
 func bothWorkersServe(t *testing.T, r *testRunner, c *Client, tag string) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	gate := "hold-" + tag
 	ids := []string{tag + "-x", tag + "-y"}
 	for _, id := range ids {
@@ -229,7 +231,7 @@ func bothWorkersServe(t *testing.T, r *testRunner, c *Client, tag string) {
 // runJobs submits n jobs and checks each succeeds having run exactly once.
 func runJobs(t *testing.T, r *testRunner, c *Client, prefix string, n int) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	for i := range n {
 		if _, err := c.Submit(ctx, &Job{ID: fmt.Sprintf("%s%d", prefix, i), Task: "echo:" + prefix}); err != nil {
 			t.Fatal(err)
@@ -257,7 +259,7 @@ func runJobs(t *testing.T, r *testRunner, c *Client, prefix string, n int) {
 // streams too) and the jobs consumer have the given number of replicas.
 func checkReplicated(t *testing.T, js jetstream.JetStream, replicas int) {
 	t.Helper()
-	if err := replicated(testContext(t), js, replicas); err != nil {
+	if err := replicated(natstest.Context(t), js, replicas); err != nil {
 		t.Error(err)
 	}
 }

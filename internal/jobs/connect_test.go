@@ -21,6 +21,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestNATSConfigConnect connects through NATSConfig to real servers that
@@ -140,11 +142,11 @@ func TestNATSConfigConnect(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					topo, err := EnsureTopology(testContext(t), js, TopologyConfig{}, nil)
+					topo, err := EnsureTopology(natstest.Context(t), js, TopologyConfig{}, nil)
 					if err != nil {
 						t.Fatalf("topology over %s: %v", tt.name, err)
 					}
-					if _, err := topo.JS.Publish(testContext(t), "agent.jobs.default", []byte(`{"task":"x"}`)); err != nil {
+					if _, err := topo.JS.Publish(natstest.Context(t), "agent.jobs.default", []byte(`{"task":"x"}`)); err != nil {
 						t.Fatal(err)
 					}
 					if cfg.CA != "" {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // crashTopology is shared by the parent test and the child worker, so
@@ -49,8 +51,8 @@ func runChildWorker() int {
 func TestWorkerCrashRedelivers(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
-	ctx := testContext(t)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
 	js, _ := jetstream.New(nc)
 	if _, err := EnsureTopology(ctx, js, crashTopology(), nil); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestEmbeddedAuthentication: the embedded server demands the credentials
@@ -75,7 +77,7 @@ func TestEmbeddedAuthentication(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := EnsureTopology(testContext(t), js, TopologyConfig{}, nil); err != nil {
+			if _, err := EnsureTopology(natstest.Context(t), js, TopologyConfig{}, nil); err != nil {
 				t.Fatalf("topology over the in-process connection: %v", err)
 			}
 
@@ -86,7 +88,7 @@ func TestEmbeddedAuthentication(t *testing.T) {
 				t.Fatalf("right credentials refused: %v", err)
 			}
 			defer nc.Close()
-			if _, err := NewClient(testContext(t), nc, ClientConfig{}); err != nil {
+			if _, err := NewClient(natstest.Context(t), nc, ClientConfig{}); err != nil {
 				t.Fatalf("client over the network connection: %v", err)
 			}
 			for i, bad := range tt.refused {

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 func TestCancel(t *testing.T) {
@@ -20,11 +21,11 @@ func TestCancel(t *testing.T) {
 	t.Run("running job", func(t *testing.T) {
 		t.Parallel()
 		s := startServer(t)
-		nc := connect(t, s)
+		nc := natstest.Connect(t, s)
 		r := newTestRunner()
 		startWorker(t, nc, Config{Runner: r})
 		c := newClient(t, nc)
-		if _, err := c.Submit(testContext(t), &Job{ID: "long", Task: "block"}); err != nil {
+		if _, err := c.Submit(natstest.Context(t), &Job{ID: "long", Task: "block"}); err != nil {
 			t.Fatal(err)
 		}
 		r.waitStarted(t, 1)
@@ -45,7 +46,7 @@ func TestCancel(t *testing.T) {
 			t.Errorf("ran %d times", r.runCount("long"))
 		}
 		// Cancelling again is a no-op on a final job.
-		if st, err := c.Cancel(testContext(t), "long"); err != nil || st.Status != StatusCancelled {
+		if st, err := c.Cancel(natstest.Context(t), "long"); err != nil || st.Status != StatusCancelled {
 			t.Errorf("second cancel: %+v %v", st, err)
 		}
 	})
@@ -53,12 +54,12 @@ func TestCancel(t *testing.T) {
 	t.Run("queued job", func(t *testing.T) {
 		t.Parallel()
 		s := startServer(t)
-		nc := connect(t, s)
+		nc := natstest.Connect(t, s)
 		r := newTestRunner()
 		// The worker serves another queue, so the job waits.
 		startWorker(t, nc, Config{Runner: r, Topology: TopologyConfig{AckWait: 2 * time.Second, Queues: []string{"other"}}})
 		c := newClient(t, nc)
-		ctx := testContext(t)
+		ctx := natstest.Context(t)
 		if _, err := c.Submit(ctx, &Job{ID: "waiting", Task: "echo:x", Queue: "q2"}); err != nil {
 			t.Fatal(err)
 		}
@@ -84,10 +85,10 @@ func TestCancel(t *testing.T) {
 	t.Run("unknown job", func(t *testing.T) {
 		t.Parallel()
 		s := startServer(t)
-		nc := connect(t, s)
+		nc := natstest.Connect(t, s)
 		startWorker(t, nc, Config{Runner: newTestRunner()})
 		c := newClient(t, nc)
-		if _, err := c.Cancel(testContext(t), "nope"); err == nil {
+		if _, err := c.Cancel(natstest.Context(t), "nope"); err == nil {
 			t.Fatal("cancelled a job that does not exist")
 		}
 	})
@@ -98,7 +99,7 @@ func waitEmpty(t *testing.T, nc *nats.Conn, c *Client) {
 	t.Helper()
 	// An ack that settles nothing else (a redelivery of a final job) has
 	// no event to wait on, so ask the stream, paced by NATS round trips.
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	for {
 		info, err := c.topo.Jobs.Info(ctx)
 		if err != nil {
@@ -116,11 +117,11 @@ func waitEmpty(t *testing.T, nc *nats.Conn, c *Client) {
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	ra := newTestRunner()
 	_, stopA := startWorker(t, nc, Config{Runner: ra, WorkerID: "a", Concurrency: 3, ShutdownGrace: time.Second})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	ids := []string{"quick", "stuck-1", "stuck-2"}
 	tasks := map[string]string{"quick": "gate:quick", "stuck-1": "gate:never", "stuck-2": "gate:never"}
 	for _, id := range ids {
@@ -174,11 +175,11 @@ func TestGracefulShutdown(t *testing.T) {
 func TestConcurrencyLimitDoesNotBufferAhead(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner()
 	startWorker(t, nc, Config{Runner: r, Concurrency: 2})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	for i := range 5 {
 		if _, err := c.Submit(ctx, &Job{ID: fmt.Sprintf("j%d", i), Task: "gate:go"}); err != nil {
 			t.Fatal(err)
@@ -212,12 +213,12 @@ func TestConcurrencyLimitDoesNotBufferAhead(t *testing.T) {
 func TestTwoWorkersShareAQueue(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner() // shared, to see both workers' jobs at once
 	startWorker(t, nc, Config{Runner: r, WorkerID: "w1", Concurrency: 1})
 	startWorker(t, nc, Config{Runner: r, WorkerID: "w2", Concurrency: 1})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	for _, id := range []string{"a", "b"} {
 		if _, err := c.Submit(ctx, &Job{ID: id, Task: "gate:hold"}); err != nil {
 			t.Fatal(err)
@@ -256,7 +257,7 @@ func TestTwoWorkersShareAQueue(t *testing.T) {
 func TestPlainNATSClient(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	startWorker(t, nc, Config{Runner: newTestRunner()})
 
 	plain, err := nats.Connect(s.ClientURL())
@@ -300,11 +301,11 @@ func TestPlainNATSClient(t *testing.T) {
 				t.Fatalf("result %+v %v", res, err)
 			}
 			js, _ := jetstream.New(plain)
-			kv, err := js.KeyValue(testContext(t), "AGENT_STATE")
+			kv, err := js.KeyValue(natstest.Context(t), "AGENT_STATE")
 			if err != nil {
 				t.Fatal(err)
 			}
-			e, err := kv.Get(testContext(t), tt.id)
+			e, err := kv.Get(natstest.Context(t), tt.id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -319,7 +320,7 @@ func TestPlainNATSClient(t *testing.T) {
 func TestCheckpointSurvivesRetry(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	var seen []string
 	runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
 		cp, err := env.LoadCheckpoint(ctx)
@@ -337,7 +338,7 @@ func TestCheckpointSurvivesRetry(t *testing.T) {
 	})
 	startWorker(t, nc, Config{Runner: runner, Concurrency: 1})
 	c := newClient(t, nc)
-	if _, err := c.Submit(testContext(t), &Job{ID: "cp", Task: "x"}); err != nil {
+	if _, err := c.Submit(natstest.Context(t), &Job{ID: "cp", Task: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	st := waitStatus(t, c, "cp")
@@ -347,7 +348,7 @@ func TestCheckpointSurvivesRetry(t *testing.T) {
 	if len(seen) != 2 || seen[0] != "" || seen[1] != "round 3" {
 		t.Errorf("checkpoints seen: %q", seen)
 	}
-	if _, err := c.topo.Transcripts.GetInfo(testContext(t), CheckpointName("cp")); err == nil {
+	if _, err := c.topo.Transcripts.GetInfo(natstest.Context(t), CheckpointName("cp")); err == nil {
 		t.Error("checkpoint kept after success")
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // childEnv, when set, makes the test binary act as a worker process for
@@ -26,74 +27,22 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChildWorker())
 	}
-	goleak.VerifyTestMain(m,
-		// nats.go v1.55 race: ObjectStore.Put makes a private JetStream
-		// context and cleans it up at once; when the cleanup wins, the
-		// reconnect watcher it started reads a nil channel forever.
-		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"),
-		// nats-server 2.15.2: a stream whose file store is opened while its
-		// server shuts down (a cluster node stopped mid-test) can miss the
-		// shutdown sweep, leaving the store's flush loop and the
-		// access-time ticker it keeps registered. Seen once under load in
-		// the full suite; both goroutines are the server's, not ours (a
-		// server we forgot to stop would show its accept loops too).
-		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).flushStreamStateLoop"),
-		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server/ats.Register.func1"),
-	)
+	goleak.VerifyTestMain(m, natstest.GoleakOptions()...)
 }
 
-// waitTimeout bounds every wait in these tests: generous, because the
-// machine is shared; waits end as soon as the awaited thing happens.
-const waitTimeout = 20 * time.Second
+// waitTimeout bounds every wait in these tests (natstest's).
+const waitTimeout = natstest.WaitTimeout
 
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// startServer runs an embedded JetStream server on a random local port
-// with its store in a temporary directory.
-func startServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := StartEmbedded(EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+// startServer runs the package's own embedded JetStream server on a
+// random local port with its store in a temporary directory.
+func startServer(tb testing.TB) *server.Server {
+	tb.Helper()
+	s, err := StartEmbedded(EmbeddedConfig{DataDir: tb.TempDir(), Listen: "127.0.0.1:0"})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	tb.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
-}
-
-// startServerB and connectB are startServer and connect for benchmarks.
-func startServerB(b *testing.B) *server.Server {
-	b.Helper()
-	s, err := StartEmbedded(EmbeddedConfig{DataDir: b.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
-}
-
-func connectB(b *testing.B, s *server.Server) *nats.Conn {
-	b.Helper()
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	return nc
-}
-
-func connect(t *testing.T, s *server.Server) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(s.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
 }
 
 // testTopology is short on waits so redelivery tests are quick.
@@ -145,7 +94,7 @@ func startWorker(t *testing.T, nc *nats.Conn, cfg Config) (*Worker, func()) {
 
 func newClient(t *testing.T, nc *nats.Conn) *Client {
 	t.Helper()
-	c, err := NewClient(testContext(t), nc, ClientConfig{})
+	c, err := NewClient(natstest.Context(t), nc, ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +104,7 @@ func newClient(t *testing.T, nc *nats.Conn) *Client {
 // waitStatus waits until the job's state has a final status (or want).
 func waitStatus(t *testing.T, c *Client, id string, want ...Status) *State {
 	t.Helper()
-	st, err := c.states.wait(testContext(t), id, func(s *State) bool {
+	st, err := c.states.wait(natstest.Context(t), id, func(s *State) bool {
 		if len(want) == 0 {
 			return s.Status.Terminal()
 		}
@@ -278,7 +227,7 @@ func (r *testRunner) Run(ctx context.Context, job *Job, env RunEnv) (*Outcome, e
 // on subject (a filter) stored so far.
 func streamMsgs(t *testing.T, nc *nats.Conn, stream, subject string) []*jetstream.RawStreamMsg {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +273,7 @@ func subjectMatches(filter, subj string) bool {
 func watchEvents(t *testing.T, c *Client, id string) []Event {
 	t.Helper()
 	var evs []Event
-	if _, err := c.Watch(testContext(t), id, func(ev Event) { evs = append(evs, ev) }); err != nil {
+	if _, err := c.Watch(natstest.Context(t), id, func(ev Event) { evs = append(evs, ev) }); err != nil {
 		t.Fatalf("watch %s: %v", id, err)
 	}
 	return evs

@@ -8,6 +8,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // startSmallServer is startServer with a small max_payload.
@@ -29,7 +31,7 @@ func TestMaxJobBytesFitsMaxPayload(t *testing.T) {
 	t.Parallel()
 	const maxPayload = 64 << 10
 	s := startSmallServer(t, maxPayload)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	limit := MaxJobBytesFor(nc)
 	if limit != maxPayload-JobHeaderRoom {
 		t.Fatalf("MaxJobBytesFor = %d, want %d", limit, maxPayload-JobHeaderRoom)
@@ -50,7 +52,7 @@ func TestMaxJobBytesFitsMaxPayload(t *testing.T) {
 	}
 
 	// A schema-violating job of exactly the limit, with a long reason.
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	head, tail := `{"id":"big-bad","task":"x","tool_mode":"`, `"}`
 	payload := head + strings.Repeat("f", limit-len(head)-len(tail)) + tail
 	m := nats.NewMsg("agent.jobs.default")

@@ -17,8 +17,8 @@ import (
 func TestEnsureTopology(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
-	ctx := testContext(t)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
 	js, _ := jetstream.New(nc)
 	var logs []string
 	logf := func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
@@ -65,8 +65,8 @@ func TestEnsureTopology(t *testing.T) {
 func TestEnsureTopologyRefusesConflicts(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
-	ctx := testContext(t)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
 	js, _ := jetstream.New(nc)
 	// Someone made AGENT_JOBS as a plain limits stream.
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "AGENT_JOBS", Subjects: []string{"agent.jobs.*"}}); err != nil {
@@ -86,7 +86,7 @@ func TestEnsureTopologyRefusesConflicts(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner()
 	tests := []struct {
 		name string
@@ -122,7 +122,7 @@ func TestTopologyErrorsKeepTheirCause(t *testing.T) {
 	noJS := natstest.Options(t.TempDir())
 	noJS.JetStream = false
 	plain := natstest.Connect(t, natstest.StartWith(t, noJS))
-	withJS := connect(t, startServer(t))
+	withJS := natstest.Connect(t, startServer(t))
 	expired, cancel := context.WithTimeout(context.Background(), -time.Second)
 	defer cancel()
 	tests := []struct {
@@ -131,7 +131,7 @@ func TestTopologyErrorsKeepTheirCause(t *testing.T) {
 		ctx  context.Context
 		want error
 	}{
-		{"no JetStream on the server", plain, testContext(t), nats.ErrNoResponders},
+		{"no JetStream on the server", plain, natstest.Context(t), nats.ErrNoResponders},
 		{"deadline passed", withJS, expired, context.DeadlineExceeded},
 	}
 	for _, tt := range tests {

@@ -14,13 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/schemas"
 )
 
 func TestJobSucceedsAndPayloadsMatchSchemas(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner()
 	reg := prometheus.NewRegistry()
 	metrics, err := NewMetrics(reg)
@@ -29,7 +31,7 @@ func TestJobSucceedsAndPayloadsMatchSchemas(t *testing.T) {
 	}
 	w, _ := startWorker(t, nc, Config{Runner: r, WorkerID: "w1", Metrics: metrics})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 
 	rc, err := c.Submit(ctx, &Job{Task: "echo:hello", Metadata: map[string]string{"k": "v"}})
 	if err != nil {
@@ -130,11 +132,11 @@ func streamMsgsJob(t *testing.T, c *Client, rc *Receipt) []byte {
 func TestDuplicateSubmissionQueuedOnce(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner()
 	startWorker(t, nc, Config{Runner: r, Topology: TopologyConfig{AckWait: 2 * time.Second, Queues: []string{"other"}}})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 
 	// No worker serves queue "q1" yet, so both copies would sit in the stream.
 	job := &Job{ID: "dup-1", Task: "echo:once", Queue: "q1"}
@@ -177,17 +179,17 @@ func TestDuplicateSubmissionQueuedOnce(t *testing.T) {
 func TestBadJobsAreDeadLettered(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner()
 	startWorker(t, nc, Config{
 		Runner: r, MaxJobBytes: 4096,
 		KnownServer: func(name string) bool { return name == "files" },
 	})
-	c, err := NewClient(testContext(t), nc, ClientConfig{MaxJobBytes: 4096})
+	c, err := NewClient(natstest.Context(t), nc, ClientConfig{MaxJobBytes: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	js, _ := jetstream.New(nc)
 
 	tests := []struct {
@@ -258,8 +260,8 @@ func TestMaxDeliverDeadLetters(t *testing.T) {
 	t.Run("deliveries without ack", func(t *testing.T) {
 		t.Parallel()
 		s := startServer(t)
-		nc := connect(t, s)
-		ctx := testContext(t)
+		nc := natstest.Connect(t, s)
+		ctx := natstest.Context(t)
 		js, _ := jetstream.New(nc)
 		topoCfg := TopologyConfig{AckWait: time.Second, MaxDeliver: 2}
 		topo, err := EnsureTopology(ctx, js, topoCfg, nil)
@@ -301,11 +303,11 @@ func TestMaxDeliverDeadLetters(t *testing.T) {
 	t.Run("retryable errors", func(t *testing.T) {
 		t.Parallel()
 		s := startServer(t)
-		nc := connect(t, s)
+		nc := natstest.Connect(t, s)
 		r := newTestRunner()
 		startWorker(t, nc, Config{Runner: r, Topology: TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 3}})
 		c := newClient(t, nc)
-		if _, err := c.Submit(testContext(t), &Job{ID: "flaky", Task: "retry:upstream 503"}); err != nil {
+		if _, err := c.Submit(natstest.Context(t), &Job{ID: "flaky", Task: "retry:upstream 503"}); err != nil {
 			t.Fatal(err)
 		}
 		st := waitStatus(t, c, "flaky")
@@ -331,11 +333,11 @@ func TestMaxDeliverDeadLetters(t *testing.T) {
 func TestFailureAndTimeout(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
-	nc := connect(t, s)
+	nc := natstest.Connect(t, s)
 	r := newTestRunner()
 	startWorker(t, nc, Config{Runner: r})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	for _, j := range []*Job{{ID: "fails", Task: "fail:tool exploded"}, {ID: "slow", Task: "block", Timeout: "200ms"}} {
 		if _, err := c.Submit(ctx, j); err != nil {
 			t.Fatal(err)
@@ -357,7 +359,7 @@ func TestFailureAndTimeout(t *testing.T) {
 // attempt is counted as lost, whichever way it would have ended.
 func TestMetricsBalancedWhenTheJobIsLost(t *testing.T) {
 	t.Parallel()
-	nc := connect(t, startServer(t))
+	nc := natstest.Connect(t, startServer(t))
 	reg := prometheus.NewRegistry()
 	metrics, err := NewMetrics(reg)
 	if err != nil {
@@ -389,7 +391,7 @@ func TestMetricsBalancedWhenTheJobIsLost(t *testing.T) {
 	})
 	startWorker(t, nc, Config{Runner: runner, Metrics: metrics, Concurrency: 1})
 	c := newClient(t, nc)
-	ctx := testContext(t)
+	ctx := natstest.Context(t)
 	for _, task := range []string{"retry", "fail", "ok"} {
 		if _, err := c.Submit(ctx, &Job{Task: task}); err != nil {
 			t.Fatal(err)
@@ -435,4 +437,39 @@ func gaugeAndLost(t *testing.T, reg *prometheus.Registry) (running, lost float64
 		}
 	}
 	return running, lost
+}
+
+// A runner that does not reflect leaves Outcome.Reflected nil: the stored
+// transcript then holds the raw messages and says it is not reflected.
+func TestTranscriptOfARunnerThatDoesNotReflect(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, startServer(t))
+	runner := RunnerFunc(func(_ context.Context, job *Job, _ RunEnv) (*Outcome, error) {
+		return &Outcome{Result: agentloop.Result{Answer: "ok", Messages: []llm.Message{
+			{Role: llm.RoleUser, Content: job.Task}, {Role: llm.RoleAssistant, Content: "ok"},
+		}}}, nil
+	})
+	startWorker(t, nc, Config{Runner: runner})
+	c := newClient(t, nc)
+	ctx := natstest.Context(t)
+	rc, err := c.Submit(ctx, &Job{Task: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Wait(ctx, rc.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []bool{false, true} {
+		b, err := c.Transcript(ctx, rc.ID, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr Transcript
+		if err := json.Unmarshal(b, &tr); err != nil {
+			t.Fatal(err)
+		}
+		if tr.Reflected || len(tr.Messages) != 2 {
+			t.Errorf("transcript raw=%v: reflected=%v, %d messages", raw, tr.Reflected, len(tr.Messages))
+		}
+	}
 }
