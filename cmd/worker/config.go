@@ -60,6 +60,7 @@ type Config struct {
 	SearchAbove       int           `split_words:"true" desc:"auto mode: switch to search mode above this many tokens"`
 	MaxToolOutput     int           `split_words:"true" desc:"bytes of a tool result shown to the model (the event keeps all)"`
 	SystemPrompt      string        `split_words:"true" desc:"system prompt of jobs that set none"`
+	ContentCalls      string        `split_words:"true" desc:"tool calls written into the reply text: read them (auto: when a reply has no tool_calls; on: always) or not (off); a default and MODEL-GLOB=MODE overrides, e.g. auto,gpt-4*=off,*qwen*=on"`
 	ClientToolTimeout time.Duration `split_words:"true" desc:"how long a client tool call waits for the submitter's answer"`
 
 	MCPConnectTimeout time.Duration `envconfig:"MCP_CONNECT_TIMEOUT" desc:"MCP: bound on one connection attempt (spawn or dial, handshake, first tools/list)"`
@@ -119,6 +120,7 @@ func defaultSettings() Settings {
 		ToolMode: string(lc.DefaultMode), MaxRounds: lc.DefaultMaxRounds, MaxRoundsCap: lc.MaxRoundsCap,
 		DeferredAbove: lc.AutoThresholds.DeferredAbove, SearchAbove: lc.AutoThresholds.SearchAbove,
 		MaxToolOutput:     lc.MaxToolOutput,
+		ContentCalls:      string(lc.ContentCalls.Default),
 		ClientToolTimeout: rc.ClientToolTimeout,
 		MCPConnectTimeout: pc.ConnectTimeout, MCPHealthInterval: pc.HealthInterval, MCPHealthMisses: pc.HealthMisses,
 		MCPResyncInterval: pc.ResyncInterval, MCPBackoffInitial: pc.BackoffInitial, MCPBackoffMax: pc.BackoffMax,
@@ -152,6 +154,7 @@ func (s Settings) loopConfig() agentloop.Config {
 	cfg.DefaultMode, cfg.MaxRoundsCap, cfg.DefaultMaxRounds = agentloop.Mode(c.ToolMode), c.MaxRoundsCap, c.MaxRounds
 	cfg.AutoThresholds = agentloop.AutoThresholds{DeferredAbove: c.DeferredAbove, SearchAbove: c.SearchAbove}
 	cfg.MaxToolOutput, cfg.DefaultSystem = c.MaxToolOutput, c.SystemPrompt
+	cfg.ContentCalls = agentloop.ParseContentCalls(c.ContentCalls).WithDefaults()
 	return cfg
 }
 
@@ -192,6 +195,7 @@ var (
 		"DefaultMode": "JETAGENT_TOOL_MODE", "MaxRoundsCap": "JETAGENT_MAX_ROUNDS_CAP",
 		"DefaultMaxRounds": "JETAGENT_MAX_ROUNDS", "AutoThresholds.DeferredAbove": "JETAGENT_DEFERRED_ABOVE",
 		"AutoThresholds.SearchAbove": "JETAGENT_SEARCH_ABOVE", "MaxToolOutput": "JETAGENT_MAX_TOOL_OUTPUT",
+		"ContentCalls.Default": "JETAGENT_CONTENT_CALLS", "ContentCalls.Models": "JETAGENT_CONTENT_CALLS",
 	}
 	runVars  = map[string]string{"ClientToolTimeout": "JETAGENT_CLIENT_TOOL_TIMEOUT"}
 	llmVars  = map[string]string{"BaseURL": "OPENAI_BASE_URL", "Model": "OPENAI_MODEL"}

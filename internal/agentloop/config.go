@@ -56,6 +56,10 @@ var (
 	// ErrRefused: the provider stopped the answer (finish_reason
 	// content_filter) or the model refused (the message's refusal field).
 	ErrRefused = errors.New("agentloop: model refused (content filter)")
+	// ErrMalformedCall: the model's answer was a tool call written into
+	// the text that could not be read, and so was its reply to the
+	// corrective request.
+	ErrMalformedCall = errors.New("agentloop: the model wrote a tool call into its answer that could not be read, also when asked again")
 )
 
 // Completer is the model: *llm.Client implements it.
@@ -96,6 +100,9 @@ type Config struct {
 	// Negative disables them (0 means the default, 1).
 	SchemaRetries    int
 	MaxParallelCalls int
+	// ContentCalls says, per model, whether tool calls written into the
+	// content are read (zero: auto for every model).
+	ContentCalls ContentCalls
 }
 
 // Loop runs agent jobs. It holds no per-job state and is safe for
@@ -132,6 +139,7 @@ func (c Config) WithDefaults() Config {
 	if c.SchemaRetries == 0 {
 		c.SchemaRetries = DefaultSchemaRetries
 	}
+	c.ContentCalls = c.ContentCalls.WithDefaults()
 	return c
 }
 
@@ -174,7 +182,7 @@ func (c Config) Validate() error {
 	if c.MaxToolOutput < 256 {
 		return cfgerr.Field(ErrConfig, "MaxToolOutput", "MaxToolOutput", "%d is too small (minimum 256 bytes)", c.MaxToolOutput)
 	}
-	return nil
+	return c.ContentCalls.validate()
 }
 
 // New validates cfg, fills defaults and returns a Loop.

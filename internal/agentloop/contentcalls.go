@@ -41,6 +41,9 @@ type contentCall struct {
 	Arguments  json.RawMessage `json:"arguments"`
 	Parameters json.RawMessage `json:"parameters"`
 	Function   *contentCall    `json:"function"` // {"type":"function","function":{...}}
+	// Description marks a tool's definition written out (an answer), not
+	// a call: untagged JSON with one is not taken.
+	Description json.RawMessage `json:"description"`
 }
 
 // extractContentCalls returns the tool calls written into content and the
@@ -85,6 +88,20 @@ func extractContentCalls(content string, round int, lookup func(string) (json.Ra
 					add(cc)
 				}
 				return true
+			}
+			// JSON as small models write it (single quotes, trailing
+			// commas, doubled or missing outer braces) is repaired.
+			for _, b := range []string{unwrapBraces(body), "{" + body + "}"} {
+				raw, ok := lenientJSON(b)
+				if !ok {
+					continue
+				}
+				if ccs, ok := decodeCalls(raw, false); ok {
+					for _, cc := range ccs {
+						add(cc)
+					}
+					return true
+				}
 			}
 			// A tagged call whose JSON is broken still is a call: pass
 			// the text on so the model is told its arguments are invalid.
@@ -289,6 +306,9 @@ func decodeCalls(raw json.RawMessage, requireArgs bool) ([]contentCall, bool) {
 		if cc.Name == "" {
 			return nil, false
 		}
+		if requireArgs && cc.Description != nil {
+			return nil, false
+		}
 		if cc.Arguments == nil && cc.Parameters == nil {
 			if requireArgs {
 				return nil, false
@@ -326,4 +346,17 @@ func brokenArguments(body string) string {
 	}
 	a := strings.TrimSpace(m[1])
 	return strings.TrimSpace(strings.TrimSuffix(a, "}"))
+}
+
+// unwrapBraces drops doubled outer braces ({{...}}, a chat template's
+// escaping leaking into the output) while the inner text is one object.
+func unwrapBraces(body string) string {
+	for strings.HasPrefix(body, "{{") && strings.HasSuffix(body, "}}") {
+		inner := strings.TrimSpace(body[1 : len(body)-1])
+		if spanEnd(inner, 0) != len(inner) {
+			break
+		}
+		body = inner
+	}
+	return body
 }

@@ -45,7 +45,12 @@
 // asks for the final answer (tool calls in that reply are dropped; a reply
 // with nothing else is asked again once). Tool calls that a model writes into its
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
-// [TOOL_CALLS], fenced or bare JSON) are recognised; an empty reply is
+// [TOOL_CALLS], fenced or bare JSON) are recognised, and near misses of
+// them (damaged tags, broken braces or quotes, Python-style and ReAct
+// calls) recovered when they name a job's tool with valid arguments; an
+// answer that looks like a failed call is asked again once, ephemerally,
+// and fails the job with [ErrMalformedCall] if the reply is debris too
+// (Config.ContentCalls sets this per model). An empty reply is
 // nudged once; a provider refusal ends the job with [ErrRefused]. Tool
 // output above Config.MaxToolOutput is truncated for the model with a note;
 // the tool.result event carries all of it.

@@ -13,6 +13,12 @@ import "context"
 //	tool.validation_failed retry, call_id, name, tool, arguments, errors ([]string)
 //	tool.schema_retry      retry, tools ([]string), tool_def_tokens
 //	tool.clash             name, server, winner
+//	content_call.recovered retry, calls ([]{call_id, name, arguments, shape}): tool calls
+//	                       read from the reply's content (shape: markup for the
+//	                       well-formed shapes, else what the tolerant reader repaired)
+//	content_call.reask     retry, reason, content (the reply, at most 2 KiB), final
+//	                       (the tool-less last request): an answer that looked like a
+//	                       failed call was asked again, ephemerally
 //	checkpoint.failed      error
 //	loop.outcome           stop_reason, rounds, mode, prompt_tokens, completion_tokens,
 //	                       cached_prompt_tokens, tool_def_tokens, full_mode_tool_def_tokens, error
@@ -28,6 +34,8 @@ const (
 	EventToolValidationFailed = "tool.validation_failed"
 	EventToolSchemaRetry      = "tool.schema_retry"
 	EventToolClash            = "tool.clash"
+	EventContentCallRecovered = "content_call.recovered"
+	EventContentCallReask     = "content_call.reask"
 	EventCheckpointFailed     = "checkpoint.failed"
 	EventLoopOutcome          = "loop.outcome"
 )

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/reflect"
@@ -22,6 +23,18 @@ const (
 	emptyNote      = "Your previous reply was empty. Continue the task: call a tool, or give your final answer."
 	finalEmptyNote = "Your previous reply held no answer. Tools are no longer available: answer in plain text now, " +
 		"based on what you have found so far."
+	// reaskNote and finalReaskNote follow an answer that looks like a
+	// failed tool call (debrisReason says why); callAPINote ends a schema
+	// retry for a call read from the text.
+	reaskNote = "Your previous reply was not accepted as an answer: it looks like a tool call written into the text, " +
+		"and %s. Tools are called through the tools API (the tool_calls of your reply, with the arguments as one " +
+		"JSON object matching the tool's schema), never by writing the call into the text. Reply again: call the " +
+		"tool through the tools API, or, if you need no tool, give your final answer in plain text, without call markup."
+	finalReaskNote = "Your previous reply was not an answer: it looks like a tool call written into the text, and %s. " +
+		"Tools are no longer available: answer in plain text now, based on what you have found so far, without call markup."
+	callAPINote = "\nCall tools through the tools API (the tool_calls of your reply), not by writing calls into the text."
+	// reaskContentMax bounds the reply quoted by a content_call.reask event.
+	reaskContentMax = 2 << 10
 )
 
 // job is one Run: the loop's per-job state.
@@ -35,6 +48,8 @@ type job struct {
 	toolToks  int
 	fullToks  int
 	maxRounds int
+	// contentMode is the content-call mode of the job's model.
+	contentMode ContentCallMode
 
 	messages []llm.Message
 	records  []reflect.Record
@@ -101,6 +116,11 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		j.maxRounds = l.cfg.DefaultMaxRounds
 	}
 	j.maxRounds = min(j.maxRounds, l.cfg.MaxRoundsCap)
+	model := in.Model
+	if m, ok := l.cfg.LLM.(interface{ Model() string }); ok && model == "" {
+		model = m.Model() // *llm.Client: the model of requests that name none
+	}
+	j.contentMode = l.cfg.ContentCalls.For(model)
 	if len(in.ClientTools) > 0 && in.ClientCaller == nil {
 		return nil, fmt.Errorf("%w: client tools declared without a ClientCaller", ErrConfig)
 	}
@@ -262,7 +282,8 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 // finalAnswer asks for the answer without tools. Tool calls are no answer
 // now: sent as tool_calls, or written into the content (which servers do
 // not parse in a request without tools), they are dropped; a reply with
-// nothing else is asked again once, ephemerally.
+// nothing else, or with only what looks like a failed call, is asked again
+// once, ephemerally.
 func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
 	msgs := j.messages
 	for attempt := 0; ; attempt++ {
@@ -270,14 +291,31 @@ func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		_, text := extractContentCalls(resp.Message.Content, round, j.toolSchema)
-		if strings.TrimSpace(text) != "" {
+		text, reason := resp.Message.Content, ""
+		if j.contentMode != ContentCallsOff {
+			_, text = extractContentCalls(text, round, j.toolSchema)
+			if calls, rest := readNearMiss(text, j.toolSchema); len(calls) > 0 {
+				text = rest
+			}
+			if strings.TrimSpace(text) != "" {
+				reason = debrisReason(text, j.toolSchema)
+			}
+		}
+		if strings.TrimSpace(text) != "" && reason == "" {
 			return text, nil
 		}
 		if attempt > 0 {
+			if reason != "" {
+				return "", fmt.Errorf("%w: %s", ErrMalformedCall, reason)
+			}
 			return "", ErrEmptyResponse
 		}
-		msgs = append(slices.Clone(j.messages), llm.Message{Role: llm.RoleUser, Content: finalEmptyNote})
+		note := finalEmptyNote
+		if reason != "" {
+			note = fmt.Sprintf(finalReaskNote, reason)
+			j.emitReask(ctx, round, attempt, reason, resp.Message.Content, true)
+		}
+		msgs = append(slices.Clone(j.messages), llm.Message{Role: llm.RoleUser, Content: note})
 	}
 }
 
@@ -387,11 +425,15 @@ type turn struct {
 // ask gets the round's reply. Invalid tool calls are retried ephemerally
 // (the same request again, with the failing tools' full schemas and the
 // errors; the failed reply never enters history), at most SchemaRetries
-// times; an empty reply is retried once with a nudge.
+// times; an empty reply is retried once with a nudge, and an answer that
+// looks like a failed call written into the text (debrisReason) once with
+// a corrective note: if that one fails too, the job fails with
+// ErrMalformedCall. Calls the tolerant reader took that are still invalid
+// after the retries are dropped, never run.
 func (j *job) ask(ctx context.Context, round int) (turn, error) {
 	tools, toolToks := j.tools, j.toolToks
 	var note string
-	retries, nudged := 0, false
+	retries, nudged, reasked := 0, false, false
 	for attempt := 0; ; attempt++ {
 		msgs := j.messages
 		if note != "" {
@@ -402,12 +444,28 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			return turn{}, err
 		}
 		msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content, ToolCalls: resp.Message.ToolCalls}
-		if len(msg.ToolCalls) == 0 && len(j.tools) > 0 {
-			msg.ToolCalls, msg.Content = extractContentCalls(msg.Content, round, j.toolSchema)
+		msg, origin := j.readContent(msg, round)
+		// reask sends the corrective request, or ends the job when it
+		// was sent already.
+		reask := func(reason string) error {
+			if reasked {
+				return fmt.Errorf("%w: %s", ErrMalformedCall, reason)
+			}
+			reasked, note = true, fmt.Sprintf(reaskNote, reason)
+			tools, toolToks = j.tools, j.toolToks
+			j.emitReask(ctx, round, attempt, reason, resp.Message.Content, false)
+			return nil
 		}
 		if len(msg.ToolCalls) == 0 {
 			if strings.TrimSpace(msg.Content) != "" {
-				return turn{msg: msg}, nil
+				reason := j.debris(msg.Content)
+				if reason == "" {
+					return turn{msg: msg}, nil
+				}
+				if err := reask(reason); err != nil {
+					return turn{}, err
+				}
+				continue
 			}
 			if nudged {
 				return turn{}, ErrEmptyResponse
@@ -419,10 +477,12 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		fixCallIDs(msg.ToolCalls, round, j.callIDs)
 		calls := make([]*call, len(msg.ToolCalls))
 		var invalid []*call
+		fromText := false
 		for i, tc := range msg.ToolCalls {
 			calls[i] = j.prepare(tc)
 			if len(calls[i].invalid) > 0 {
 				invalid = append(invalid, calls[i])
+				fromText = fromText || origin[i] != ""
 				j.emit(ctx, EventToolValidationFailed, round, map[string]any{
 					"retry":     attempt,
 					"call_id":   tc.ID,
@@ -434,10 +494,22 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			}
 		}
 		if len(invalid) == 0 || retries >= j.l.cfg.SchemaRetries {
+			var reason string
+			msg, calls, origin, reason = dropInvalidRecovered(msg, calls, origin)
+			if len(calls) == 0 {
+				if err := reask(reason); err != nil {
+					return turn{}, err
+				}
+				continue
+			}
+			j.emitRecovered(ctx, round, attempt, msg.ToolCalls, origin)
 			return turn{msg: msg, calls: calls}, nil
 		}
 		retries++
 		tools, note = j.retryRequest(invalid)
+		if fromText {
+			note += callAPINote
+		}
 		if toolToks, err = j.l.tokens.count(tools); err != nil {
 			return turn{}, err
 		}
@@ -447,6 +519,101 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		}
 		j.emit(ctx, EventToolSchemaRetry, round, map[string]any{"retry": retries, "tools": names, "tool_def_tokens": toolToks})
 	}
+}
+
+// readContent takes the tool calls written into msg's content, as the
+// job's content-call mode says: the well-formed shapes first, else the
+// tolerant reader's. origin says, per call of the returned message, ""
+// for the reply's own tool_calls, else the shape it was written in.
+func (j *job) readContent(msg llm.Message, round int) (llm.Message, []string) {
+	origin := make([]string, len(msg.ToolCalls))
+	native := len(msg.ToolCalls)
+	if len(j.tools) == 0 || j.contentMode == ContentCallsOff || (native > 0 && j.contentMode != ContentCallsOn) {
+		return msg, origin
+	}
+	calls, rest := extractContentCalls(msg.Content, round, j.toolSchema)
+	shapes := slices.Repeat([]string{shapeMarkup}, len(calls))
+	if len(calls) == 0 {
+		var nm []nearMiss
+		nm, rest = readNearMiss(msg.Content, j.toolSchema)
+		for i, c := range nm {
+			calls = append(calls, llm.ToolCall{ID: callID(round*100 + i), Type: "function",
+				Function: llm.FunctionCall{Name: c.name, Arguments: c.args}})
+			shapes = append(shapes, c.shape)
+		}
+	}
+	if len(calls) == 0 {
+		return msg, origin
+	}
+	msg.ToolCalls = slices.Clone(msg.ToolCalls)
+	for i, c := range calls {
+		dup := slices.ContainsFunc(msg.ToolCalls[:native], func(n llm.ToolCall) bool {
+			return n.Function.Name == c.Function.Name &&
+				string(compactJSON(json.RawMessage(n.Function.Arguments))) == string(compactJSON(json.RawMessage(c.Function.Arguments)))
+		})
+		if !dup { // on mode: a call sent both ways runs once
+			msg.ToolCalls = append(msg.ToolCalls, c)
+			origin = append(origin, shapes[i])
+		}
+	}
+	msg.Content = rest
+	return msg, origin
+}
+
+// debris is debrisReason for the job's tools and content-call mode.
+func (j *job) debris(content string) string {
+	if len(j.tools) == 0 || j.contentMode == ContentCallsOff {
+		return ""
+	}
+	return debrisReason(content, j.toolSchema)
+}
+
+// dropInvalidRecovered removes the calls the tolerant reader took whose
+// arguments are still invalid (those of tool_calls and of the well-formed
+// shapes go on, their errors as results). reason says what was dropped.
+func dropInvalidRecovered(msg llm.Message, calls []*call, origin []string) (llm.Message, []*call, []string, string) {
+	var (
+		keepMsg  []llm.ToolCall
+		keep     []*call
+		keepFrom []string
+		dropped  []string
+	)
+	for i, c := range calls {
+		if o := origin[i]; o != "" && o != shapeMarkup && len(c.invalid) > 0 {
+			dropped = append(dropped, fmt.Sprintf("the call %s(%s) read from it has invalid arguments (%s)",
+				c.tc.Function.Name, c.tc.Function.Arguments, strings.Join(c.invalid, "; ")))
+			continue
+		}
+		keepMsg, keep, keepFrom = append(keepMsg, msg.ToolCalls[i]), append(keep, c), append(keepFrom, origin[i])
+	}
+	if len(dropped) == 0 {
+		return msg, calls, origin, ""
+	}
+	msg.ToolCalls = keepMsg
+	return msg, keep, keepFrom, strings.Join(dropped, "; ")
+}
+
+func (j *job) emitRecovered(ctx context.Context, round, attempt int, tcs []llm.ToolCall, origin []string) {
+	var calls []map[string]any
+	for i, tc := range tcs {
+		if origin[i] != "" {
+			calls = append(calls, map[string]any{"call_id": tc.ID, "name": tc.Function.Name, "arguments": tc.Function.Arguments, "shape": origin[i]})
+		}
+	}
+	if len(calls) > 0 {
+		j.emit(ctx, EventContentCallRecovered, round, map[string]any{"retry": attempt, "calls": calls})
+	}
+}
+
+func (j *job) emitReask(ctx context.Context, round, attempt int, reason, content string, final bool) {
+	if len(content) > reaskContentMax {
+		cut := reaskContentMax
+		for cut > 0 && !utf8.RuneStart(content[cut]) {
+			cut--
+		}
+		content = content[:cut]
+	}
+	j.emit(ctx, EventContentCallReask, round, map[string]any{"retry": attempt, "reason": reason, "content": content, "final": final})
 }
 
 // fixCallIDs gives every call an id used nowhere else in the job's
