@@ -37,7 +37,7 @@ func TestCancelDuringToolCall(t *testing.T) {
 			l := newLoop(t, s, agentloop.Config{})
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			var runCtx context.Context = ctx
+			runCtx := ctx
 			end := cancel
 			if tc.timeout {
 				d := newExpiringContext(ctx)

@@ -82,7 +82,7 @@ func objectArgs(text string) (json.RawMessage, error) {
 	}
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
-		return nil, fmt.Errorf("the arguments are not valid JSON (%v); send the arguments as one JSON object", err)
+		return nil, fmt.Errorf("the arguments are not valid JSON (%w); send the arguments as one JSON object", err)
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, fmt.Errorf("the arguments must be a JSON object, got %s", jsonKind(v))

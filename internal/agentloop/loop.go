@@ -395,7 +395,7 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 	if err != nil {
 		return resp, err
 	}
-	j.usage.Usage.Add(resp.Usage)
+	j.usage.Add(resp.Usage)
 	j.emit(ctx, EventLLMResponse, round, map[string]any{
 		"retry":                attempt,
 		"finish_reason":        resp.FinishReason,

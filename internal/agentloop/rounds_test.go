@@ -245,9 +245,9 @@ func TestCancellationAndTimeout(t *testing.T) {
 			l := newLoop(t, s, agentloop.Config{})
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			var runCtx context.Context = ctx
+			runCtx := ctx
 			expire := cancel
-			if tc.wantErr == context.DeadlineExceeded {
+			if errors.Is(tc.wantErr, context.DeadlineExceeded) {
 				d := newExpiringContext(ctx)
 				runCtx, expire = d, d.expire
 			}
