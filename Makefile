@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build setup test test-go conformance vet demo bench tokens clean
+.PHONY: all build setup test test-go conformance vet lint demo bench tokens clean
 
 all: build
 
@@ -18,6 +18,11 @@ setup:
 
 vet:
 	$(GO) vet ./...
+
+# lint runs golangci-lint's default linters plus errorlint (.golangci.yml).
+GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+lint:
+	$(GOLANGCI_LINT) run ./...
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
