@@ -132,6 +132,10 @@ func watchedTestMCPServer(name string, w *serverWatch) *server.MCPServer {
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(req.GetString("text", "")), nil
 		})
+	s.AddTool(mcp.NewTool("environ", mcp.WithDescription("The server's environment, one VAR=value a line.")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strings.Join(os.Environ(), "\n")), nil
+		})
 	s.AddTool(mcp.NewTool("pid", mcp.WithDescription("Process id of the server.")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(strconv.Itoa(os.Getpid())), nil

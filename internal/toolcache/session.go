@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -112,7 +111,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		stdio = transport.NewStdioWithOptions(cfg.Command, envList(cfg.Env), cfg.Args,
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 				cmd := exec.CommandContext(ctx, command, args...)
-				cmd.Env = append(os.Environ(), env...)
+				cmd.Env = childEnv(env) // never the worker's secrets: see childenv.go
 				cmd.Dir = cfg.Cwd
 				cmd.SysProcAttr = childProcAttr()
 				cmdRef = cmd
