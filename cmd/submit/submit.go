@@ -3,16 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -266,6 +269,11 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON bool) (int, error) {
 	})
 	if err != nil {
 		if c.ctx.Err() != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 5*time.Second)
+			defer cancel()
+			if _, serr := cl.Status(sctx, id); errors.Is(serr, jobs.ErrNotFound) {
+				return exitFailed, fmt.Errorf("stopped waiting; no job %s was submitted meanwhile", id)
+			}
 			return exitFailed, fmt.Errorf("stopped following; job %s goes on (submit watch %s)", id, id)
 		}
 		return exitFailed, err
@@ -346,7 +354,7 @@ func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error)
 	decls := clienttools.LocalMCPDecls(view)
 	// The worker dead-letters a job whose declarations break these limits;
 	// say so before publishing.
-	if err := clienttools.ValidateDecls(decls, clienttools.DeclLimits{}); err != nil {
+	if err := clienttools.ValidateDecls(decls, agentrun.DeclLimits()); err != nil {
 		_ = view.Close()
 		_ = pool.Close()
 		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)

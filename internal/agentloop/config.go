@@ -32,6 +32,13 @@ func (m Mode) Valid() bool {
 	return false
 }
 
+// BuiltinTools are the names of the tools the loop answers itself, in any
+// mode: no client tool may take one (clienttools.DeclLimits.Reserved).
+// execute_code is reserved for code mode.
+func BuiltinTools() []string {
+	return []string{ToolSearchTools, ToolGetToolDetails, ToolCallTool, ToolListResources, ToolReadResource, "execute_code"}
+}
+
 // Defaults applied by New to zero Config fields.
 const (
 	DefaultMaxRoundsCap     = 50

@@ -86,7 +86,7 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 	in := agentloop.Input{
 		JobID: job.ID, Task: job.Task, System: job.System, Model: job.Model,
 		Mode: agentloop.Mode(job.ToolMode), MaxRounds: job.MaxRounds, History: job.History,
-		ClientTools: job.ClientTools,
+		ClientTools: offeredClientTools(job),
 	}
 	if r.cfg.Pool != nil {
 		view, err := r.cfg.Pool.View(job.ID, job.Servers, job.Allow, job.Deny)
@@ -96,7 +96,7 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 		defer view.Close() //nolint:errcheck // closing per-job sessions; nothing to do on failure
 		in.Tools = view
 	}
-	if len(job.ClientTools) > 0 {
+	if len(in.ClientTools) > 0 {
 		caller, err := clienttools.NewCaller(env.Conn(), job.ID, job.ClientSecret, clienttools.Options{
 			Prefix: env.Names().Prefix, Timeout: r.cfg.ClientToolTimeout,
 		})

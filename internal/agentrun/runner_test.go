@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,6 +128,10 @@ func TestAdmitRefusesBadClientTools(t *testing.T) {
 		{"bad name", []clienttools.Decl{{Name: "a b", InputSchema: schema}}, false},
 		{"twice", []clienttools.Decl{{Name: "a", InputSchema: schema}, {Name: "a", InputSchema: schema}}, false},
 		{"schema does not compile", []clienttools.Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"nope"}`)}}, false},
+		// The worker's own tools cannot be replaced by a client's.
+		{"resource bridge name", []clienttools.Decl{{Name: "mcp_read_resource", InputSchema: schema}}, false},
+		{"meta tool name", []clienttools.Decl{{Name: "call_tool", InputSchema: schema}}, false},
+		{"code mode name", []clienttools.Decl{{Name: "execute_code", InputSchema: schema}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,5 +180,34 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	if err := (agentrun.Config{ClientToolTimeout: -time.Second}).Validate(); !errors.Is(err, agentrun.ErrConfig) {
 		t.Errorf("negative timeout: %v", err)
+	}
+}
+
+// A job's allow and deny globs apply to its client tools as to server
+// tools: a denied client tool is not offered to the model.
+func TestDenyAppliesToClientTools(t *testing.T) {
+	t.Parallel()
+	h := start(t, agentloop.Config{}, agentrun.Config{}, llmtest.Reply{Content: "done"})
+	schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	st := h.run(t, &jobs.Job{
+		Task: "x", ToolMode: "full", Deny: []string{"write_*"},
+		ClientTools: []clienttools.Decl{
+			{Name: "read_file", InputSchema: schema}, {Name: "write_file", InputSchema: schema},
+		},
+		ClientSecret: "0123456789abcdef0123456789abcdef",
+	})
+	if st.Status != jobs.StatusSucceeded {
+		t.Fatalf("state %+v", st)
+	}
+	reqs := h.model.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var names []string
+	for _, tool := range reqs[0].Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, "read_file") || slices.Contains(names, "write_file") {
+		t.Errorf("model was offered %v; want read_file and not write_file", names)
 	}
 }

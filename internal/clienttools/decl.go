@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -23,6 +24,10 @@ type DeclLimits struct {
 	MaxTools     int // default 64
 	MaxDeclBytes int // one declaration's JSON, default 16 KiB
 	MaxBytes     int // all declarations' JSON, default 128 KiB
+	// Reserved are names no client tool may take: the tools the worker
+	// answers itself (agentloop.BuiltinTools), which a client tool would
+	// otherwise replace.
+	Reserved []string
 }
 
 func (l DeclLimits) withDefaults() DeclLimits {
@@ -68,6 +73,9 @@ func ValidateDecls(decls []Decl, lim DeclLimits) error {
 		}
 		if seen[d.Name] {
 			bad("client tool %q declared twice", d.Name)
+		}
+		if slices.Contains(lim.Reserved, d.Name) {
+			bad("client tool %q: the name is reserved for a tool the worker answers itself", d.Name)
 		}
 		seen[d.Name] = true
 		if err := compileSchema(d.InputSchema); err != nil {

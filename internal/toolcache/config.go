@@ -334,6 +334,12 @@ func (sc ServerConfig) toolAllowed(original string) bool {
 	return globsAllow(sc.Allow, sc.Deny, original)
 }
 
+// GlobsAllow reports whether name passes a job's allow and deny globs
+// (path.Match syntax): it matches an allow glob (or allow is empty) and no
+// deny glob. Views apply it to server tools; a job's client tools pass the
+// same test.
+func GlobsAllow(allow, deny []string, name string) bool { return globsAllow(allow, deny, name) }
+
 // globsAllow reports whether any of names matches an allow glob (or allow is
 // empty) and none matches a deny glob.
 func globsAllow(allow, deny []string, names ...string) bool {
