@@ -16,14 +16,14 @@ type Registry struct {
 	listeners []func()
 }
 
-// snapshot is an immutable tool list, sorted by Name, with its search index
-// built on first use.
+// snapshot is an immutable tool list, sorted by Name: one catalog version.
+// Its search index is built once and shared by every job (see Index).
 type snapshot struct {
 	tools  []Tool
 	byName map[string]int
 
 	indexOnce sync.Once
-	index     *searchIndex
+	index     *SearchIndex
 }
 
 func newSnapshot(tools []Tool) *snapshot {
@@ -36,8 +36,8 @@ func newSnapshot(tools []Tool) *snapshot {
 	return s
 }
 
-func (s *snapshot) searchIndex() *searchIndex {
-	s.indexOnce.Do(func() { s.index = buildSearchIndex(s.tools) })
+func (s *snapshot) searchIndex() *SearchIndex {
+	s.indexOnce.Do(func() { s.index = NewSearchIndex(s.tools) })
 	return s.index
 }
 
@@ -72,7 +72,11 @@ func newEmptyRegistry() *Registry {
 // replace swaps in a new snapshot of already-named tools and tells the
 // listeners.
 func (r *Registry) replace(tools []Tool) {
-	r.snap.Store(newSnapshot(tools))
+	s := newSnapshot(tools)
+	r.snap.Store(s)
+	// The new version's index is built now, once, off the pool's
+	// goroutine; a search that comes first waits for the same build.
+	go s.searchIndex()
 	r.mu.Lock()
 	ls := append([]func(){}, r.listeners...)
 	r.mu.Unlock()
@@ -117,14 +121,24 @@ func (r *Registry) List() []Tool {
 	return append([]Tool(nil), r.current().tools...)
 }
 
-// Search ranks tools for a free-text query with BM25 over the words of the
-// server's own tool name (split on _, -, camelCase, and kept whole), the
-// server name, the description and the parameter names and descriptions;
-// each distinct query word counts once (see search.go).
-// At most limit tools are returned (limit <= 0: 10); none when nothing matches.
+// Index is the search index of the current catalog version: built once per
+// version (after a server connects, reconnects, announces list_changed or is
+// resynced) and shared by every caller; filter it for a job with
+// SearchIndex.Filter.
+func (r *Registry) Index() *SearchIndex { return r.current().searchIndex() }
+
+// Search ranks tools for a free-text query (see SearchIndex.Search: BM25F
+// over name, title, description, parameters and server, stemmed, with
+// synonyms, typo tolerance on names and server-level evidence). At most
+// limit tools are returned (limit <= 0: 10); none when no query word
+// matches (search_tools answers with a fallback then).
 func (r *Registry) Search(query string, limit int) []Tool {
-	s := r.current()
-	return s.searchIndex().search(s.tools, query, limit)
+	res := r.Index().Search(query, SearchOptions{Limit: limit, NoFallback: true})
+	out := make([]Tool, len(res.Hits))
+	for i, h := range res.Hits {
+		out[i] = h.Tool
+	}
+	return out
 }
 
 // OnChange registers f to be called after every change of the catalog (a

@@ -209,8 +209,8 @@ func TestTerms(t *testing.T) {
 	for in, want := range map[string]string{
 		"list_pull_requests":      "list pull request",
 		"getHTTPServerStatus":     "get http server status",
-		"read-multiple-files":     "read multiple file",
-		"The repository's issues": "repository issue",
+		"read-multiple-files":     "read multipl file", // Snowball stems
+		"The repository's issues": "repositori issu",
 		"npmVersions v2":          "npm version 2",
 	} {
 		if got := strings.Join(terms(in), " "); got != want {

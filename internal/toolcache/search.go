@@ -6,141 +6,446 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
+
+	"github.com/kljensen/snowball/english"
 )
 
-// searchParams are the ranking choices of the tool search. Registry.Search
-// uses defaultSearchParams; search_eval_test.go scores alternatives on the
-// LiveMCPBench development set (docs/BENCHMARKS.md, "Tool search").
+// The tool search: BM25F over the fields of each tool (the server's own
+// tool name, title, description, parameter names, parameter descriptions,
+// server name), English words reduced by the Snowball (Porter2) stemmer,
+// query expansion by synonyms common in tool catalogs, typo tolerance on
+// name words, and server-level evidence: a server whose tools as a whole
+// match the request lifts its tools. One index is built per catalog version
+// (Registry.Index) and shared by every job; a job's servers and allow/deny
+// globs filter it (Filter) rather than rebuilding it. The choices and their
+// figures are in docs/BENCHMARKS.md, "Tool search".
+
+// Fields of a tool document.
+const (
+	fName = iota
+	fTitle
+	fDesc
+	fParamName
+	fParamDesc
+	fServer
+	numFields
+)
+
+// searchParams are the ranking choices. SearchIndex uses
+// defaultSearchParams; search_eval_test.go scores alternatives.
 type searchParams struct {
-	// BM25 saturation and length normalisation.
-	k1, b float64
-	// Field weights (a simple BM25F): a term found in a field adds the
-	// field's weight to the tool's term frequency and to its length.
-	name, server, title, desc, paramName, paramDesc float64
-	// qualifiedName indexes the model-facing Name (server-qualified on
-	// clashes) at weight name, plus Original at weight 1 when it differs,
-	// instead of Original at weight name: the first version's behaviour,
-	// kept for the evaluation's baseline.
-	qualifiedName bool
-	// distinctQuery counts a term repeated in the query once: a task that
-	// says "report" three times is not three times as much about reports.
-	distinctQuery bool
-	// cjk indexes runs of Han, kana and Hangul as overlapping bigrams (these
-	// scripts do not separate words with spaces).
+	// BM25 saturation.
+	k1 float64
+	// w are the BM25F field weights, b the per-field length normalisation.
+	w, b [numFields]float64
+	// stem applies the Snowball English stemmer to Latin-script words.
+	stem bool
+	// syn is the weight of a synonym of a query word (0: no expansion).
+	syn float64
+	// typo is the weight of a tool-name word one edit away from a query word
+	// that is in no tool (0: off).
+	typo float64
+	// srv mixes in server-level evidence: a tool's score is multiplied by
+	// 1 + srv * (its server's score / the best server's score).
+	srv float64
+	// srvAdd adds srvAdd * (best tool score) * (server score / best server
+	// score) to every tool of a matching server, so that sibling tools of
+	// the right server surface even when they share few words with the
+	// request.
+	srvAdd float64
+	// cjk indexes runs of Han, kana and Hangul as overlapping bigrams.
 	cjk bool
 	// join also indexes a word split at case or digit changes whole.
 	join bool
 }
 
-// defaultSearchParams is what Registry.Search uses.
+// defaultSearchParams is what the index uses; chosen on the choosing half of
+// the development set only (docs/BENCHMARKS.md).
 var defaultSearchParams = searchParams{
-	k1: 1.2, b: 0.75,
-	name: 3, server: 1, title: 1, desc: 1, paramName: 1, paramDesc: 1,
-	distinctQuery: true,
-	cjk:           true,
-	join:          true,
+	k1: 1.2,
+	//    name title desc pname pdesc server
+	w:    [numFields]float64{3, 1, 1, 1, 0.5, 1},
+	b:    [numFields]float64{0.5, 0.5, 0.75, 0.5, 0.75, 0.3},
+	stem: true, syn: 0.5, typo: 0.5, srv: 0.5, srvAdd: 0,
+	cjk: true, join: true,
 }
 
 type posting struct {
 	doc int32
-	tf  float32
+	tf  float32 // BM25F pseudo-frequency: field-weighted, length-normalised
 }
 
-// searchIndex is an inverted index of one snapshot's tools: a query costs
-// time in proportion to the postings of its terms, not to the catalog.
-type searchIndex struct {
-	p        searchParams
-	postings map[string][]posting
-	// norm is k1 * (1 - b + b*len/avgLen) per tool, the part of the BM25
-	// denominator that depends only on the tool.
-	norm []float64
-	n    float64
+// SearchIndex is an immutable inverted index of one catalog version. It is
+// safe for concurrent use.
+type SearchIndex struct {
+	p       searchParams
+	version uint64
+	tools   []Tool
+	vocab   map[string]int32 // term -> id
+	post    [][]posting      // by term id
+	n       float64
 	// exact maps a lower-cased Name or Original to its tools.
-	exact map[string][]int
+	exact map[string][]int32
+
+	// Server-level documents: every tool's name, title and description
+	// words and the server's name, per server.
+	srvOf   []int32 // tool -> server id
+	servers []string
+	srvPost [][]posting // by term id (empty when the term is in no server doc)
+	// srvTools lists each server's tools.
+	srvTools [][]int32
+
+	// typo: a name word with one letter deleted -> the name words it comes
+	// from (a symmetric-delete index for edit distance 1).
+	deletes map[string][]int32
+	// nameTerm marks term ids that occur in some tool name.
+	nameTerm []bool
+
+	stems map[string]string // word -> stem, the build's cache (read-only after)
 }
 
-func buildSearchIndex(tools []Tool) *searchIndex {
+var indexVersion atomic.Uint64
+
+// NewSearchIndex indexes tools as they are (names already final), e.g. a
+// job's own tools beside the shared index. Registry.Index is the shared one.
+func NewSearchIndex(tools []Tool) *SearchIndex {
 	return buildSearchIndexWith(tools, defaultSearchParams)
 }
 
-func buildSearchIndexWith(tools []Tool, p searchParams) *searchIndex {
-	ix := &searchIndex{p: p, postings: map[string][]posting{}, exact: map[string][]int{}, n: float64(len(tools))}
-	lens := make([]float64, len(tools))
-	total := 0.0
-	for i, t := range tools {
-		tf := map[string]float64{}
-		add := func(text string, w float64) {
-			if w == 0 {
-				return
-			}
-			for _, term := range p.analyze(text) {
-				tf[term] += w
-				lens[i] += w
-			}
+func buildSearchIndexWith(tools []Tool, p searchParams) *SearchIndex {
+	ix := &SearchIndex{
+		p: p, version: indexVersion.Add(1), tools: tools,
+		vocab: map[string]int32{}, exact: map[string][]int32{},
+		n: float64(len(tools)), stems: map[string]string{},
+		srvOf: make([]int32, len(tools)), deletes: map[string][]int32{},
+	}
+	type occ struct {
+		term  int32
+		field uint8
+		n     float32
+	}
+	occs := make([][]occ, len(tools))
+	lens := make([][numFields]float32, len(tools))
+	var total [numFields]float64
+	srvIDs := map[string]int32{}
+	counts := map[int32]float32{}
+	var buf []string
+	for i := range tools {
+		t := &tools[i]
+		sid, ok := srvIDs[t.Server]
+		if !ok {
+			sid = int32(len(ix.servers))
+			srvIDs[t.Server] = sid
+			ix.servers = append(ix.servers, t.Server)
+			ix.srvTools = append(ix.srvTools, nil)
 		}
-		if p.qualifiedName {
-			add(t.Name, p.name)
-			if t.Original != t.Name {
-				add(t.Original, 1)
-			}
-		} else {
-			add(t.Original, p.name)
-		}
-		add(t.Server, p.server)
-		add(t.Title, p.title)
-		add(t.Description, p.desc)
+		ix.srvOf[i] = sid
+		ix.srvTools[sid] = append(ix.srvTools[sid], int32(i))
 		names, descs := params(t.InputSchema)
-		add(strings.Join(names, " "), p.paramName)
-		add(strings.Join(descs, "\n"), p.paramDesc)
-		for term, f := range tf {
-			ix.postings[term] = append(ix.postings[term], posting{int32(i), float32(f)})
+		texts := [numFields]string{
+			fName: t.Original, fTitle: t.Title, fDesc: t.Description,
+			fParamName: strings.Join(names, " "), fParamDesc: strings.Join(descs, "\n"), fServer: t.Server,
 		}
-		total += lens[i]
+		if texts[fName] == "" {
+			texts[fName] = t.Name
+		}
+		for f, text := range texts {
+			if text == "" {
+				continue
+			}
+			clear(counts)
+			buf = ix.analyzeInto(buf[:0], text, true)
+			for _, w := range buf {
+				id := ix.termID(w)
+				counts[id]++
+				if f == fName {
+					ix.markName(id, w)
+				}
+			}
+			lens[i][f] = float32(len(buf))
+			total[f] += float64(len(buf))
+			for id, c := range counts {
+				occs[i] = append(occs[i], occ{id, uint8(f), c})
+			}
+		}
 		name, orig := strings.ToLower(t.Name), strings.ToLower(t.Original)
-		ix.exact[name] = append(ix.exact[name], i)
-		if orig != name {
-			ix.exact[orig] = append(ix.exact[orig], i)
+		ix.exact[name] = append(ix.exact[name], int32(i))
+		if orig != name && orig != "" {
+			ix.exact[orig] = append(ix.exact[orig], int32(i))
 		}
 	}
-	avg := 1.0
-	if total > 0 {
-		avg = total / float64(len(tools))
+	var avg [numFields]float64
+	for f := range avg {
+		avg[f] = 1
+		if total[f] > 0 && len(tools) > 0 {
+			avg[f] = total[f] / float64(len(tools))
+		}
 	}
-	ix.norm = make([]float64, len(tools))
-	for i, l := range lens {
-		ix.norm[i] = p.k1 * (1 - p.b + p.b*l/avg)
+	ix.post = make([][]posting, len(ix.vocab))
+	ix.srvPost = make([][]posting, len(ix.vocab))
+	// Server documents: raw counts of name, title, description and server
+	// words over the server's tools, with their length.
+	srvTF := make([]map[int32]float32, len(ix.servers))
+	srvLen := make([]float64, len(ix.servers))
+	for i := range srvTF {
+		srvTF[i] = map[int32]float32{}
+	}
+	tf := map[int32]float32{}
+	for i, os := range occs {
+		clear(tf)
+		for _, o := range os {
+			norm := 1 - p.b[o.field] + p.b[o.field]*float64(lens[i][o.field])/avg[o.field]
+			tf[o.term] += float32(p.w[o.field] * float64(o.n) / norm)
+			if o.field == fName || o.field == fTitle || o.field == fDesc || o.field == fServer {
+				s := ix.srvOf[i]
+				if o.field == fServer {
+					srvTF[s][o.term] = max(srvTF[s][o.term], o.n) // once per server, not per tool
+				} else {
+					srvTF[s][o.term] += o.n
+				}
+			}
+		}
+		for id, f := range tf {
+			ix.post[id] = append(ix.post[id], posting{int32(i), f})
+		}
+	}
+	srvTotal := 0.0
+	for s, m := range srvTF {
+		for _, c := range m {
+			srvLen[s] += float64(c)
+		}
+		srvTotal += srvLen[s]
+	}
+	srvAvg := 1.0
+	if srvTotal > 0 {
+		srvAvg = srvTotal / float64(len(ix.servers))
+	}
+	for s, m := range srvTF {
+		norm := 1 - 0.75 + 0.75*srvLen[s]/srvAvg
+		for id, c := range m {
+			ix.srvPost[id] = append(ix.srvPost[id], posting{int32(s), float32(float64(c) / norm)})
+		}
 	}
 	return ix
 }
 
-// analyze turns text into index terms.
-func (p searchParams) analyze(text string) []string { return tokens(text, p.cjk, p.join) }
+func (ix *SearchIndex) termID(w string) int32 {
+	id, ok := ix.vocab[w]
+	if !ok {
+		id = int32(len(ix.vocab))
+		ix.vocab[w] = id
+		ix.nameTerm = append(ix.nameTerm, false)
+	}
+	return id
+}
 
-func (ix *searchIndex) search(tools []Tool, query string, limit int) []Tool {
+// markName records a name word for typo tolerance (words of 4 or more
+// letters: shorter ones are too close to too many).
+func (ix *SearchIndex) markName(id int32, w string) {
+	if ix.nameTerm[id] || ix.p.typo == 0 {
+		ix.nameTerm[id] = true
+		return
+	}
+	ix.nameTerm[id] = true
+	if len(w) < 4 || !isASCIIWord(w) {
+		return
+	}
+	for i := range len(w) {
+		d := w[:i] + w[i+1:]
+		ix.deletes[d] = append(ix.deletes[d], id)
+	}
+	ix.deletes[w] = append(ix.deletes[w], id)
+}
+
+// analyzeInto appends text's index terms to out. build says the stem cache
+// may grow (only while building; searches only read it).
+func (ix *SearchIndex) analyzeInto(out []string, text string, build bool) []string {
+	start := len(out)
+	out = tokensInto(out, text, ix.p.cjk, ix.p.join)
+	if !ix.p.stem {
+		for i := start; i < len(out); i++ {
+			out[i] = foldPlural(out[i])
+		}
+		return out
+	}
+	for i := start; i < len(out); i++ {
+		w := out[i]
+		s, ok := ix.stems[w]
+		if !ok {
+			s = stemWord(w)
+			if build {
+				ix.stems[w] = s
+			}
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// stemWord is the Snowball English stem of a Latin-script word; other words
+// are kept.
+func stemWord(w string) string {
+	if !isASCIIWord(w) {
+		return w
+	}
+	return english.Stem(w, true)
+}
+
+func isASCIIWord(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// Version is the catalog version the index was built for (increasing).
+func (ix *SearchIndex) Version() uint64 { return ix.version }
+
+// Len is the number of tools indexed.
+func (ix *SearchIndex) Len() int { return len(ix.tools) }
+
+// Filter is a subset of an index's tools (a job's servers and allow/deny
+// globs), computed once per job and catalog version.
+type Filter struct {
+	ix    *SearchIndex
+	allow []bool
+}
+
+// Filter keeps the tools for which keep is true.
+func (ix *SearchIndex) Filter(keep func(Tool) bool) *Filter {
+	f := &Filter{ix: ix, allow: make([]bool, len(ix.tools))}
+	for i, t := range ix.tools {
+		f.allow[i] = keep(t)
+	}
+	return f
+}
+
+func (f *Filter) ok(ix *SearchIndex, i int32) bool {
+	return f == nil || f.ix != ix || f.allow[i]
+}
+
+// SearchOptions shape one search.
+type SearchOptions struct {
+	// Limit is the most hits returned (<= 0: 10).
+	Limit int
+	// Server keeps only the tools of this server (case-insensitive; "":
+	// all).
+	Server string
+	// Filter keeps only a job's tools (nil: all).
+	Filter *Filter
+	// Extra are tools outside the index (a job's client tools and resource
+	// bridge): scored with the index's statistics and merged into the
+	// ranking.
+	Extra []Tool
+	// NoFallback returns no hits when no query word matches any tool,
+	// instead of the closest names.
+	NoFallback bool
+}
+
+// SearchHit is one ranked tool.
+type SearchHit struct {
+	Tool  Tool
+	Score float64
+}
+
+// SearchResult is a search's answer, best first.
+type SearchResult struct {
+	Hits []SearchHit
+	// Fallback: no query word matched any tool; Hits are the tools whose
+	// names look most like the query (or simply the first tools).
+	Fallback bool
+	// Weak: the best hit matched only a small part of the query (a hint
+	// to the model to search again with other words).
+	Weak bool
+	// UnknownServer: Server named no server of the index.
+	UnknownServer bool
+}
+
+// queryTerm is one analysed query word (or its synonym, or a typo
+// correction) with its weight.
+type queryTerm struct {
+	id int32
+	w  float64
+}
+
+var scorePool = sync.Pool{New: func() any { return new([]float64) }}
+
+// Search ranks the index's tools (and opts.Extra) for a free-text query.
+func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
+	limit := opts.Limit
 	if limit <= 0 {
 		limit = 10
 	}
-	q := map[string]float64{}
-	for _, t := range ix.p.analyze(query) {
-		if ix.p.distinctQuery {
-			q[t] = 1
-		} else {
-			q[t]++
+	var res SearchResult
+	srvWant := int32(-1)
+	if opts.Server != "" {
+		for s, name := range ix.servers {
+			if strings.EqualFold(name, opts.Server) {
+				srvWant = int32(s)
+			}
+		}
+		if srvWant < 0 {
+			res.UnknownServer = true
+			if len(opts.Extra) == 0 {
+				return res
+			}
 		}
 	}
-	scores := make([]float64, len(tools))
-	for term, w := range q {
-		ps := ix.postings[term]
-		if len(ps) == 0 {
-			continue
+	qs, words := ix.queryTerms(query)
+
+	sp := scorePool.Get().(*[]float64)
+	defer scorePool.Put(sp)
+	if cap(*sp) < len(ix.tools) {
+		*sp = make([]float64, len(ix.tools))
+	}
+	scores := (*sp)[:len(ix.tools)]
+	clear(scores)
+	k1 := ix.p.k1
+	idfMass := 0.0
+	for _, q := range qs {
+		ps := ix.post[q.id]
+		idf := bm25IDF(ix.n, float64(len(ps)))
+		if q.w == 1 {
+			idfMass += idf
 		}
-		df := float64(len(ps))
-		idf := math.Log(1 + (ix.n-df+0.5)/(df+0.5))
-		c := idf * w * (ix.p.k1 + 1)
+		c := idf * q.w * (k1 + 1)
 		for _, po := range ps {
 			f := float64(po.tf)
-			scores[po.doc] += c * f / (f + ix.norm[po.doc])
+			scores[po.doc] += c * f / (f + k1)
+		}
+	}
+	// Server-level evidence.
+	if (ix.p.srv > 0 || ix.p.srvAdd > 0) && len(ix.servers) > 1 {
+		srvScore := make([]float64, len(ix.servers))
+		ns := float64(len(ix.servers))
+		for _, q := range qs {
+			ps := ix.srvPost[q.id]
+			if len(ps) == 0 {
+				continue
+			}
+			c := bm25IDF(ns, float64(len(ps))) * q.w * (k1 + 1)
+			for _, po := range ps {
+				f := float64(po.tf)
+				srvScore[po.doc] += c * f / (f + k1)
+			}
+		}
+		best, bestTool := 0.0, 0.0
+		for _, s := range srvScore {
+			best = max(best, s)
+		}
+		for _, s := range scores {
+			bestTool = max(bestTool, s)
+		}
+		if best > 0 {
+			for i, s := range scores {
+				rel := srvScore[ix.srvOf[i]] / best
+				scores[i] = s*(1+ix.p.srv*rel) + ix.p.srvAdd*bestTool*rel
+			}
 		}
 	}
 	// A query that is a tool's name (model-facing or the server's own)
@@ -148,25 +453,238 @@ func (ix *searchIndex) search(tools []Tool, query string, limit int) []Tool {
 	for _, i := range ix.exact[strings.ToLower(strings.TrimSpace(query))] {
 		scores[i] = math.Inf(1)
 	}
+
 	type hit struct {
-		i     int
+		t     *Tool
 		score float64
 	}
 	var hits []hit
 	for i, s := range scores {
-		if s > 0 {
-			hits = append(hits, hit{i, s})
+		if s <= 0 || !opts.Filter.ok(ix, int32(i)) || (srvWant >= 0 && ix.srvOf[i] != srvWant) || res.UnknownServer {
+			continue
+		}
+		hits = append(hits, hit{&ix.tools[i], s})
+	}
+	if len(opts.Extra) > 0 && opts.Server == "" {
+		for i := range opts.Extra {
+			if s := ix.scoreExtra(&opts.Extra[i], qs, query); s > 0 {
+				hits = append(hits, hit{&opts.Extra[i], s})
+			}
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return strings.Compare(tools[a.i].Name, tools[b.i].Name)
+		return strings.Compare(a.t.Name, b.t.Name)
 	})
-	out := make([]Tool, 0, min(limit, len(hits)))
+	hits = hits[:min(limit, len(hits))]
+	for _, h := range hits {
+		res.Hits = append(res.Hits, SearchHit{Tool: *h.t, Score: h.score})
+	}
+	if len(res.Hits) > 0 {
+		// Weak: the best tool's score is below a third of what a tool
+		// matching every query word once in its name would get.
+		top := res.Hits[0].Score
+		res.Weak = !math.IsInf(top, 1) && idfMass > 0 && top < idfMass*(k1+1)/3*weakShare(len(words))
+		return res
+	}
+	if opts.NoFallback || res.UnknownServer {
+		return res
+	}
+	res.Fallback = true
+	res.Hits = ix.fallback(query, opts, srvWant, limit)
+	return res
+}
+
+// weakShare lowers the bar for long requests, where no single tool is
+// expected to match most words.
+func weakShare(words int) float64 {
+	if words <= 3 {
+		return 1
+	}
+	return 3 / float64(words)
+}
+
+func bm25IDF(n, df float64) float64 {
+	if df == 0 {
+		return 0
+	}
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
+}
+
+// queryTerms analyses a query: distinct words (weight 1), then their
+// synonyms and typo corrections at lower weights. A word repeated in the
+// request counts once.
+func (ix *SearchIndex) queryTerms(query string) ([]queryTerm, []string) {
+	words := ix.analyzeInto(nil, query, false)
+	weight := map[int32]float64{}
+	var order []int32
+	set := func(id int32, w float64) {
+		old, ok := weight[id]
+		if !ok {
+			order = append(order, id)
+		}
+		if w > old {
+			weight[id] = w
+		}
+	}
+	seen := map[string]bool{}
+	var distinct []string
+	for _, w := range words {
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		distinct = append(distinct, w)
+		if id, ok := ix.vocab[w]; ok {
+			set(id, 1)
+		}
+	}
+	for _, w := range distinct {
+		if ix.p.syn > 0 {
+			for _, s := range synonymsOf(w, ix.p.stem) {
+				if id, ok := ix.vocab[s]; ok && !seen[s] {
+					set(id, ix.p.syn)
+				}
+			}
+		}
+		if _, known := ix.vocab[w]; !known && ix.p.typo > 0 && len(w) >= 5 && isASCIIWord(w) {
+			for _, id := range ix.typoMatches(w) {
+				set(id, ix.p.typo)
+			}
+		}
+	}
+	qs := make([]queryTerm, 0, len(order))
+	for _, id := range order {
+		qs = append(qs, queryTerm{id, weight[id]})
+	}
+	return qs, distinct
+}
+
+// typoMatches finds name words one edit (insertion, deletion, substitution
+// or, by the delete pairs, most transpositions) away from w.
+func (ix *SearchIndex) typoMatches(w string) []int32 {
+	var out []int32
+	add := func(ids []int32) {
+		for _, id := range ids {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	add(ix.deletes[w])
+	for i := range len(w) {
+		add(ix.deletes[w[:i]+w[i+1:]])
+	}
+	return out
+}
+
+// scoreExtra scores a tool outside the index with the index's statistics.
+func (ix *SearchIndex) scoreExtra(t *Tool, qs []queryTerm, query string) float64 {
+	if strings.EqualFold(strings.TrimSpace(query), t.Name) {
+		return math.Inf(1)
+	}
+	names, descs := params(t.InputSchema)
+	texts := [numFields]string{
+		fName: t.Name, fTitle: t.Title, fDesc: t.Description,
+		fParamName: strings.Join(names, " "), fParamDesc: strings.Join(descs, "\n"), fServer: t.Server,
+	}
+	tf := map[int32]float64{}
+	for f, text := range texts {
+		words := ix.analyzeInto(nil, text, false)
+		if len(words) == 0 {
+			continue
+		}
+		// Length normalised against a typical field of the index: use the
+		// field's own length as the average (norm 1), which is what a
+		// tool of ordinary length gets.
+		for _, w := range words {
+			if id, ok := ix.vocab[w]; ok {
+				tf[id] += ix.p.w[f]
+			}
+		}
+	}
+	k1, s := ix.p.k1, 0.0
+	for _, q := range qs {
+		f := tf[q.id]
+		if f == 0 {
+			continue
+		}
+		s += bm25IDF(ix.n+1, float64(len(ix.post[q.id]))+1) * q.w * (k1 + 1) * f / (f + k1)
+	}
+	return s
+}
+
+// fallback ranks tools by how much their names look like the query
+// (character trigrams), for a query none of whose words is in any tool;
+// when nothing looks alike, the first tools by name.
+func (ix *SearchIndex) fallback(query string, opts SearchOptions, srvWant int32, limit int) []SearchHit {
+	q := trigrams(strings.ToLower(query))
+	type hit struct {
+		t     *Tool
+		score float64
+	}
+	var hits, rest []hit
+	consider := func(t *Tool) {
+		s := 0.0
+		if len(q) > 0 {
+			name := trigrams(strings.ToLower(t.Name + " " + t.Server))
+			common := 0
+			for g := range q {
+				if name[g] {
+					common++
+				}
+			}
+			s = float64(common) / float64(len(q)+len(name)-common)
+		}
+		if s > 0 {
+			hits = append(hits, hit{t, s})
+		} else if len(rest) < limit {
+			rest = append(rest, hit{t, 0})
+		}
+	}
+	for i := range ix.tools {
+		if opts.Filter.ok(ix, int32(i)) && (srvWant < 0 || ix.srvOf[i] == srvWant) {
+			consider(&ix.tools[i])
+		}
+	}
+	if opts.Server == "" {
+		for i := range opts.Extra {
+			consider(&opts.Extra[i])
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.t.Name, b.t.Name)
+	})
+	slices.SortFunc(rest, func(a, b hit) int { return strings.Compare(a.t.Name, b.t.Name) })
+	hits = append(hits, rest...)
+	out := make([]SearchHit, 0, min(limit, len(hits)))
 	for _, h := range hits[:min(limit, len(hits))] {
-		out = append(out, tools[h.i])
+		out = append(out, SearchHit{Tool: *h.t, Score: h.score})
+	}
+	return out
+}
+
+func trigrams(s string) map[string]bool {
+	out := map[string]bool{}
+	var rs []rune
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			rs = append(rs, r)
+		} else {
+			rs = append(rs, ' ')
+		}
+	}
+	padded := append(append([]rune{' '}, rs...), ' ')
+	for i := 0; i+3 <= len(padded); i++ {
+		g := string(padded[i : i+3])
+		if strings.TrimSpace(g) != "" && !strings.Contains(strings.TrimSpace(g), " ") {
+			out[g] = true
+		}
 	}
 	return out
 }
@@ -174,6 +692,9 @@ func (ix *searchIndex) search(tools []Tool, query string, limit int) []Tool {
 // params lists the top-level property names of a JSON Schema and their
 // descriptions.
 func params(schema json.RawMessage) (names, descs []string) {
+	if len(schema) == 0 {
+		return nil, nil
+	}
 	var s struct {
 		Properties map[string]struct {
 			Description string `json:"description"`
@@ -191,25 +712,31 @@ func params(schema json.RawMessage) (names, descs []string) {
 	return names, descs
 }
 
-// terms is the word split of the search, without the whole forms of split
-// words.
-func terms(text string) []string { return tokens(text, defaultSearchParams.cjk, false) }
+// terms is the analysis of the search (words, then stems), without the
+// whole forms of split words.
+func terms(text string) []string {
+	p := defaultSearchParams
+	p.join = false
+	ix := &SearchIndex{p: p}
+	return ix.analyzeInto(nil, text, false)
+}
 
-// tokens splits text into lower-case search terms: on anything that is not a
+// tokens splits text into lower-case words: on anything that is not a
 // letter or digit, and at camelCase and letter/digit boundaries; common
-// English stop words are dropped and plurals folded. With join, a word split
-// at such boundaries is also kept whole ("GitHub" -> git, hub, github), so it
+// English stop words are dropped. With join, a word split at such
+// boundaries is also kept whole ("GitHub" -> git, hub, github), so it
 // matches both spellings. With cjk, runs of Han, kana or Hangul become
 // overlapping character bigrams ("八字信息" -> 八字, 字信, 信息).
-func tokens(text string, cjk, join bool) []string {
-	var out []string
+func tokens(text string, cjk, join bool) []string { return tokensInto(nil, text, cjk, join) }
+
+func tokensInto(out []string, text string, cjk, join bool) []string {
 	var cur, whole []rune
 	parts := 0
 	inCJK := false
 	emit := func(w string) {
 		// Single letters ("s" of "repository's") carry no meaning; digits do.
 		if !stopWords[w] && (len(w) != 1 || w[0] < 'a' || w[0] > 'z') {
-			out = append(out, stem(w))
+			out = append(out, w)
 		}
 	}
 	flush := func() {
@@ -270,8 +797,9 @@ func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
-// stem folds simple English plurals so "files" finds "file".
-func stem(w string) string {
+// foldPlural folds simple English plurals ("files" -> "file"): the
+// analysis without the stemmer, kept for comparison.
+func foldPlural(w string) string {
 	switch {
 	case len(w) > 4 && strings.HasSuffix(w, "ies"):
 		return w[:len(w)-3] + "y"
@@ -281,7 +809,7 @@ func stem(w string) string {
 	return w
 }
 
-// stopWords are checked before plural folding ("this" is not "thi").
+// stopWords are dropped before stemming.
 var stopWords = map[string]bool{
 	"a": true, "an": true, "the": true, "and": true, "or": true, "of": true, "to": true,
 	"in": true, "on": true, "for": true, "with": true, "by": true, "is": true, "are": true,

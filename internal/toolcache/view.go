@@ -26,6 +26,10 @@ type View struct {
 	perJob   map[string]*jobSession
 	lastSnap *snapshot
 	reg      *Registry
+	// filter is the view's subset of the pool's shared search index
+	// (nil with filterIx set: every tool).
+	filter   *Filter
+	filterIx *SearchIndex
 }
 
 // jobSession is a View's own session to a per-job server.
@@ -78,13 +82,9 @@ func (v *View) Registry() *Registry {
 	}
 	var tools []Tool
 	for _, t := range snap.tools {
-		if v.servers != nil && !v.servers[t.Server] {
-			continue
+		if v.keeps(t) {
+			tools = append(tools, t)
 		}
-		if !globsAllow(v.allow, v.deny, t.Name, t.Original) {
-			continue
-		}
-		tools = append(tools, t)
 	}
 	r := &Registry{}
 	r.snap.Store(newSnapshot(tools))
@@ -98,8 +98,42 @@ func (v *View) Tools() []Tool { return v.Registry().List() }
 // Get returns one of the view's tools by name.
 func (v *View) Get(name string) (Tool, bool) { return v.Registry().Get(name) }
 
-// Search ranks the view's tools for a query (see Registry.Search).
-func (v *View) Search(query string, limit int) []Tool { return v.Registry().Search(query, limit) }
+// Search ranks the view's tools for a query (see Registry.Search), on the
+// pool's shared index.
+func (v *View) Search(query string, limit int) []Tool {
+	res := v.SearchTools(query, SearchOptions{Limit: limit, NoFallback: true})
+	out := make([]Tool, len(res.Hits))
+	for i, h := range res.Hits {
+		out[i] = h.Tool
+	}
+	return out
+}
+
+// SearchTools ranks the view's tools on the pool's search index, which is
+// built once per catalog version and shared by every job: the view only
+// filters it by its servers and allow/deny globs (computed once per catalog
+// version). opts.Filter is set by the view.
+func (v *View) SearchTools(query string, opts SearchOptions) SearchResult {
+	ix := v.p.registry.Index()
+	v.mu.Lock()
+	if v.filterIx != ix {
+		v.filterIx, v.filter = ix, nil
+		if v.servers != nil || len(v.allow) > 0 || len(v.deny) > 0 {
+			v.filter = ix.Filter(v.keeps)
+		}
+	}
+	opts.Filter = v.filter
+	v.mu.Unlock()
+	return ix.Search(query, opts)
+}
+
+// keeps says whether the view offers t.
+func (v *View) keeps(t Tool) bool {
+	if v.servers != nil && !v.servers[t.Server] {
+		return false
+	}
+	return globsAllow(v.allow, v.deny, t.Name, t.Original)
+}
 
 // CallTool calls a tool by its registry name. Cancelling ctx abandons the
 // call and sends notifications/cancelled to the server. A call in flight when

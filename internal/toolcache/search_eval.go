@@ -1,0 +1,214 @@
+package toolcache
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"slices"
+	"sort"
+	"time"
+)
+
+// EvalItem is one line of a retrieval set (the format of
+// ../shared/retrieval/livemcpbench-dev.jsonl): a request and the tools that
+// solve it, by their servers' own names.
+type EvalItem struct {
+	ID    string `json:"id"`
+	Query string `json:"query"`
+	// Gold are the tools that solve the request, each optionally with the
+	// servers that offer a tool of that name (any of them counts).
+	Gold []EvalTool
+	// Alternatives are other tools that would also do (hit@k only).
+	Alternatives []EvalTool
+}
+
+// EvalTool names a tool by its server's own name, optionally restricted to
+// some servers.
+type EvalTool struct {
+	Tool    string   `json:"tool"`
+	Servers []string `json:"servers,omitempty"`
+}
+
+func (g EvalTool) matches(t Tool) bool {
+	return (t.Original == g.Tool || t.Name == g.Tool) && (len(g.Servers) == 0 || slices.Contains(g.Servers, t.Server))
+}
+
+// ParseEvalItem reads one line: "query", "gold_tools" (names), optional
+// "gold" ([{tool, servers}], which says where each gold tool lives) and
+// optional "acceptable_alternatives" (names, {tool, servers} objects, or
+// lists of either).
+func ParseEvalItem(line []byte) (EvalItem, error) {
+	var raw struct {
+		ID        string            `json:"id"`
+		Query     string            `json:"query"`
+		GoldTools []string          `json:"gold_tools"`
+		Gold      []EvalTool        `json:"gold"`
+		Alts      []json.RawMessage `json:"acceptable_alternatives"`
+	}
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return EvalItem{}, err
+	}
+	it := EvalItem{ID: raw.ID, Query: raw.Query}
+	seen := map[string]bool{}
+	for _, g := range raw.Gold {
+		if g.Tool != "" && !seen[g.Tool] {
+			seen[g.Tool] = true
+			it.Gold = append(it.Gold, g)
+		}
+	}
+	for _, name := range raw.GoldTools {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			it.Gold = append(it.Gold, EvalTool{Tool: name})
+		}
+	}
+	var alt func(json.RawMessage)
+	alt = func(m json.RawMessage) {
+		m = bytes.TrimSpace(m)
+		var s string
+		var t EvalTool
+		var list []json.RawMessage
+		switch {
+		case json.Unmarshal(m, &s) == nil && s != "":
+			it.Alternatives = append(it.Alternatives, EvalTool{Tool: s})
+		case len(m) > 0 && m[0] == '[' && json.Unmarshal(m, &list) == nil:
+			for _, e := range list {
+				alt(e)
+			}
+		case len(m) > 0 && m[0] == '{' && json.Unmarshal(m, &t) == nil && t.Tool != "":
+			it.Alternatives = append(it.Alternatives, t)
+		case len(m) > 0 && m[0] == '{':
+			// {"name": ...} or {"tools": [...]}
+			var o struct {
+				Name    string            `json:"name"`
+				Servers []string          `json:"servers"`
+				Tools   []json.RawMessage `json:"tools"`
+			}
+			if json.Unmarshal(m, &o) == nil {
+				if o.Name != "" {
+					it.Alternatives = append(it.Alternatives, EvalTool{Tool: o.Name, Servers: o.Servers})
+				}
+				for _, e := range o.Tools {
+					alt(e)
+				}
+			}
+		}
+	}
+	for _, a := range raw.Alts {
+		alt(a)
+	}
+	return it, nil
+}
+
+// LoadEvalItems reads a JSON-lines retrieval set.
+func LoadEvalItems(path string) ([]EvalItem, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("toolcache: read queries: %w", err)
+	}
+	defer f.Close()
+	var items []EvalItem
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		it, err := ParseEvalItem(sc.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("toolcache: %s line %d: %w", path, n, err)
+		}
+		items = append(items, it)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("toolcache: read queries: %w", err)
+	}
+	return items, nil
+}
+
+// EvalResult is recall@k and hit@k per k, and search latency.
+type EvalResult struct {
+	Items  int // items with gold tools (the averages' denominator)
+	Ks     []int
+	Recall []float64 // share of an item's gold tools in the first k
+	Hit    []float64 // any gold tool or alternative in the first k
+	P50    time.Duration
+	P99    time.Duration
+}
+
+// Evaluate runs each item's query as one search for the largest k and
+// scores the ranking at each k.
+func Evaluate(search func(query string, limit int) []Tool, items []EvalItem, ks []int) EvalResult {
+	ks = slices.Clone(ks)
+	sort.Ints(ks)
+	res := EvalResult{Ks: ks, Recall: make([]float64, len(ks)), Hit: make([]float64, len(ks))}
+	if len(ks) == 0 {
+		return res
+	}
+	var lat []time.Duration
+	for _, it := range items {
+		if len(it.Gold) == 0 {
+			continue
+		}
+		res.Items++
+		start := time.Now()
+		hits := search(it.Query, ks[len(ks)-1])
+		lat = append(lat, time.Since(start))
+		for ki, k := range ks {
+			top := hits[:min(k, len(hits))]
+			found, any := 0, false
+			for _, g := range it.Gold {
+				if slices.ContainsFunc(top, g.matches) {
+					found++
+					any = true
+				}
+			}
+			for _, a := range it.Alternatives {
+				any = any || slices.ContainsFunc(top, a.matches)
+			}
+			res.Recall[ki] += float64(found) / float64(len(it.Gold))
+			if any {
+				res.Hit[ki]++
+			}
+		}
+	}
+	if res.Items > 0 {
+		for i := range ks {
+			res.Recall[i] /= float64(res.Items)
+			res.Hit[i] /= float64(res.Items)
+		}
+		slices.Sort(lat)
+		res.P50 = lat[len(lat)/2]
+		res.P99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	return res
+}
+
+// EvalHalf is the fixed half of a development set an item belongs to: 0
+// (choosing) or 1 (reporting), by a hash of its id (or query), so the split
+// does not depend on the order of the file.
+func EvalHalf(it EvalItem) int {
+	h := fnv.New32a()
+	key := it.ID
+	if key == "" {
+		key = it.Query
+	}
+	h.Write([]byte(key))
+	return int(h.Sum32() & 1)
+}
+
+// EvalSearch is the search the loop runs for one search_tools call with
+// the whole request as the query, as a function for Evaluate.
+func EvalSearch(r *Registry) func(string, int) []Tool {
+	return func(q string, k int) []Tool {
+		res := r.Index().Search(q, SearchOptions{Limit: k})
+		out := make([]Tool, len(res.Hits))
+		for i, h := range res.Hits {
+			out[i] = h.Tool
+		}
+		return out
+	}
+}
