@@ -1,9 +1,12 @@
 package agentloop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -11,34 +14,200 @@ import (
 // searchHit is one search_tools result.
 type searchHit struct {
 	Name        string `json:"name"`
+	Server      string `json:"server,omitempty"`
 	Description string `json:"description"`
+	// Call is a compact signature, name(param: type, optional?: type), so
+	// the model can call the tool without get_tool_details.
+	Call string `json:"call"`
 }
 
-// searchTools ranks the whole catalog (MCP, client and bridge tools) with
-// the registry's BM25 search. The index is built on the first search of a
-// job.
-func (r *registry) searchTools(query string, limit int) []searchHit {
+// toolSearcher is what a ToolSet offers when it searches a shared index
+// (toolcache.View: the pool's index of the current catalog version,
+// filtered by the job's servers and allow/deny globs).
+type toolSearcher interface {
+	SearchTools(query string, opts toolcache.SearchOptions) toolcache.SearchResult
+}
+
+// searchAnswer is one search_tools answer.
+type searchAnswer struct {
+	hits     []searchHit
+	fallback bool
+	weak     bool
+	badSrv   bool
+}
+
+// searchTools ranks the job's whole catalog. MCP tools are ranked on the
+// ToolSet's shared index (no per-job build); the job's client tools and
+// resource bridge, a few, are passed as SearchOptions.Extra and scored at
+// query time with the shared index's statistics, merged into the same
+// ranking. A ToolSet that is not a toolSearcher (tests, other embeddings
+// of the loop) gets one index over the job's catalog, built on the job's
+// first search.
+func (r *registry) searchTools(ts ToolSet, query, server string, limit int) searchAnswer {
 	if limit <= 0 {
 		limit = defaultSearchLimit
 	}
 	limit = min(limit, maxSearchLimit)
-	r.searchOnce.Do(func() {
-		// Names are final already: with Original = Name and no server,
-		// the registry keeps them as they are.
-		tools := make([]toolcache.Tool, len(r.catalog))
-		for i, t := range r.catalog {
-			t.Original, t.Server = t.Name, ""
-			tools[i] = t
+	opts := toolcache.SearchOptions{Limit: limit, Server: server}
+	var res toolcache.SearchResult
+	if s, ok := ts.(toolSearcher); ok {
+		for _, t := range r.catalog {
+			if e := r.byName[t.Name]; e != nil && e.kind != kindMCP {
+				opts.Extra = append(opts.Extra, t)
+			}
 		}
-		r.index = toolcache.NewRegistry(tools)
-	})
-	var hits []searchHit
-	for _, t := range r.index.Search(query, limit) {
-		if e, ok := r.byName[t.Name]; ok {
-			hits = append(hits, searchHit{Name: e.tool.Name, Description: OneLine(e.tool.Description)})
+		res = s.SearchTools(query, opts)
+	} else {
+		r.searchOnce.Do(func() { r.index = toolcache.NewSearchIndex(r.catalog) })
+		res = r.index.Search(query, opts)
+	}
+	a := searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer}
+	for _, h := range res.Hits {
+		if e, ok := r.byName[h.Tool.Name]; ok {
+			a.hits = append(a.hits, searchHit{
+				Name: e.tool.Name, Server: e.tool.Server,
+				Description: OneLine(e.tool.Description), Call: signature(e.tool),
+			})
 		}
 	}
-	return hits
+	return a
+}
+
+// text is the answer as the model gets it: a note line when the matches
+// are weak or none matched, then the JSON array of hits, best first.
+func (a searchAnswer) text(query, server string) string {
+	var note string
+	switch {
+	case a.badSrv && len(a.hits) == 0:
+		return fmt.Sprintf("Note: no server is named %q; search without server to see the servers.", server)
+	case a.fallback && len(a.hits) == 0:
+		return "Note: no tools are available."
+	case a.fallback:
+		note = fmt.Sprintf("Note: no tool matches the words of %q; these are the closest names. Try other words.\n", query)
+	case a.weak:
+		note = "Note: these match only part of the request; search again with the words of one step for better matches.\n"
+	}
+	return note + mustJSON(a.hits)
+}
+
+// maxSignature bounds a compact signature.
+const maxSignature = 300
+
+// signature is t's compact call signature: its top-level parameters in the
+// schema's order, with types ("a"|"b" for enums, T[] for arrays), "?" on
+// optional ones.
+func signature(t toolcache.Tool) string {
+	var sch struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	_ = json.Unmarshal(parameters(t), &sch)
+	var parts []string
+	var required []bool
+	for _, p := range orderedProps(sch.Properties) {
+		req := slices.Contains(sch.Required, p.name)
+		opt := "?"
+		if req {
+			opt = ""
+		}
+		parts = append(parts, p.name+opt+": "+typeOf(p.schema))
+		required = append(required, req)
+	}
+	sig := t.Name + "(" + strings.Join(parts, ", ") + ")"
+	if len(sig) <= maxSignature {
+		return sig
+	}
+	// Too long: the required parameters that fit, and how many are left
+	// out (get_tool_details has them all).
+	var keep []string
+	n := len(t.Name) + 40
+	for i, p := range parts {
+		if required[i] && n+len(p) < maxSignature {
+			keep = append(keep, p)
+			n += len(p) + 2
+		}
+	}
+	return t.Name + "(" + strings.Join(append(keep, fmt.Sprintf("…%d more", len(parts)-len(keep))), ", ") + ")"
+}
+
+type prop struct {
+	name   string
+	schema json.RawMessage
+}
+
+// orderedProps lists an object's members in their order.
+func orderedProps(raw json.RawMessage) []prop {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []prop
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return out
+		}
+		out = append(out, prop{name, v})
+	}
+	return out
+}
+
+// typeOf is a short type for a parameter's schema.
+func typeOf(raw json.RawMessage) string {
+	var s struct {
+		Type  json.RawMessage   `json:"type"`
+		Enum  []json.RawMessage `json:"enum"`
+		Items json.RawMessage   `json:"items"`
+		AnyOf []json.RawMessage `json:"anyOf"`
+		OneOf []json.RawMessage `json:"oneOf"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return "any"
+	}
+	if len(s.Enum) > 0 {
+		var vs []string
+		for i, e := range s.Enum {
+			if i == 6 {
+				vs = append(vs, "…")
+				break
+			}
+			vs = append(vs, string(e))
+		}
+		return strings.Join(vs, "|")
+	}
+	var types []string
+	var one string
+	if json.Unmarshal(s.Type, &one) == nil && one != "" {
+		types = []string{one}
+	} else {
+		_ = json.Unmarshal(s.Type, &types)
+	}
+	for _, alt := range append(s.AnyOf, s.OneOf...) {
+		if tt := typeOf(alt); tt != "any" && !slices.Contains(types, tt) {
+			types = append(types, tt)
+		}
+	}
+	for i, tt := range types {
+		if tt == "array" {
+			it := "any"
+			if len(s.Items) > 0 {
+				it = typeOf(s.Items)
+			}
+			if strings.Contains(it, "|") {
+				it = "(" + it + ")"
+			}
+			types[i] = it + "[]"
+		}
+	}
+	if len(types) == 0 {
+		return "any"
+	}
+	return strings.Join(types, "|")
 }
 
 // toolDetails is get_tool_details' answer.
@@ -59,19 +228,16 @@ func details(t toolcache.Tool) toolDetails {
 }
 
 // runMeta answers search_tools and get_tool_details (args already valid).
-func (r *registry) runMeta(k toolKind, args json.RawMessage) (string, bool) {
+func (r *registry) runMeta(ts ToolSet, k toolKind, args json.RawMessage) (string, bool) {
 	switch k {
 	case kindSearchTools:
 		var a struct {
-			Query string `json:"query"`
-			Limit int    `json:"limit"`
+			Query  string `json:"query"`
+			Limit  int    `json:"limit"`
+			Server string `json:"server"`
 		}
 		_ = json.Unmarshal(args, &a)
-		hits := r.searchTools(a.Query, a.Limit)
-		if len(hits) == 0 {
-			return fmt.Sprintf("No tools match %q. Try other or fewer keywords.", a.Query), false
-		}
-		return mustJSON(hits), false
+		return r.searchTools(ts, a.Query, a.Server, a.Limit).text(a.Query, a.Server), false
 	case kindGetToolDetails:
 		var a struct {
 			Name string `json:"name"`

@@ -49,8 +49,10 @@ type registry struct {
 	// meta shadows byName for direct calls in search mode.
 	meta map[string]*entry
 
+	// index is the job's own search index, only for a ToolSet that does
+	// not search a shared one (see searchTools).
 	searchOnce sync.Once
-	index      *toolcache.Registry // search index over catalog
+	index      *toolcache.SearchIndex
 }
 
 var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

@@ -35,17 +35,17 @@ func metaTools() []llm.Tool {
 	return []llm.Tool{
 		{
 			Name:        ToolSearchTools,
-			Description: "Find tools by keywords; returns names and one-line descriptions.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"default 10"}},"required":["query"],"additionalProperties":false}`),
+			Description: "Find tools for a request (keywords or the request itself). Answers a JSON array, best first, of {name, server, description, call}; call is the tool's signature name(param: type, optional?: type), enough to use call_tool at once. A first line \"Note: ...\" says when nothing matched well.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"server":{"type":"string","description":"only this server's tools"},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"default 10"}},"required":["query"],"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolGetToolDetails,
-			Description: "Get a tool's description and input JSON Schema. Use it before call_tool.",
+			Description: "Get a tool's full description and input JSON Schema, when its search_tools signature is not enough.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolCallTool,
-			Description: "Call a tool by name with arguments matching its input schema.",
+			Description: "Call a tool by name with arguments matching its signature or input schema; invalid arguments are answered with the full schema.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}},"required":["name","arguments"],"additionalProperties":false}`),
 		},
 	}

@@ -29,9 +29,9 @@ func ExampleBuildTools() {
 	// Output:
 	// full: get_weather "Get the weather for a city." {"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}
 	// deferred: get_weather "Get the weather for a city." {"type":"object"}
-	// search: search_tools "Find tools by keywords; returns names and one-line descriptions." {"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"default 10"}},"required":["query"],"additionalProperties":false}
-	// search: get_tool_details "Get a tool's description and input JSON Schema." {"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}
-	// search: call_tool "Call a tool by name with arguments matching its input schema." {"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}},"required":["name","arguments"],"additionalProperties":false}
+	// search: search_tools "Find tools for a request (keywords or the request itself)." {"type":"object","properties":{"query":{"type":"string"},"server":{"type":"string","description":"only this server's tools"},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"default 10"}},"required":["query"],"additionalProperties":false}
+	// search: get_tool_details "Get a tool's full description and input JSON Schema, when its search_tools signature is not enough." {"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}
+	// search: call_tool "Call a tool by name with arguments matching its signature or input schema; invalid arguments are answered with the full schema." {"type":"object","properties":{"name":{"type":"string"},"arguments":{"type":"object"}},"required":["name","arguments"],"additionalProperties":false}
 }
 
 func TestBuildToolsNeverNull(t *testing.T) {
