@@ -168,8 +168,9 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 		"duration_ms": dur.Milliseconds(),
 		"size":        len(c.output),
 		"error":       c.isError,
-		"truncated":   len(c.forModel) != len(c.output),
-		"output":      c.output,
+		// Not "truncated": that flag marks an event reduced for NATS.
+		"truncated_for_model": len(c.forModel) != len(c.output),
+		"output":              c.output,
 	})
 }
 

@@ -386,7 +386,7 @@ func TestToolOutputTruncated(t *testing.T) {
 		t.Fatalf("tool message (%d bytes) = %q", len(got), got)
 	}
 	r := ev.of(agentloop.EventToolResult)
-	if len(r) != 1 || len(r[0].Data["output"].(string)) != 1000 || r[0].Data["truncated"] != true || r[0].Data["size"] != 1000 {
+	if len(r) != 1 || len(r[0].Data["output"].(string)) != 1000 || r[0].Data["truncated_for_model"] != true || r[0].Data["size"] != 1000 {
 		t.Fatalf("tool.result event = %+v", r)
 	}
 }

@@ -73,6 +73,11 @@ func TestOversizedEventsAreOffloaded(t *testing.T) {
 	if err := v.Validate(schemas.Event, []byte(bad)); err == nil || !strings.Contains(err.Error(), "data_ref") {
 		t.Errorf("truncated data without data_ref: %v", err)
 	}
+	// A tool output cut for the model is not a reduced event.
+	cut := `{"job_id":"j","type":"tool.result","attempt":1,"seq":2,"time":"2026-01-02T03:04:05Z","data":{"truncated_for_model":true,"output":"x"}}`
+	if err := v.Validate(schemas.Event, []byte(cut)); err != nil {
+		t.Errorf("tool output cut for the model: %v", err)
+	}
 	if len(evs) != 5 {
 		t.Fatalf("events %v", evs)
 	}
