@@ -418,6 +418,8 @@ Usage:
   worker tokens [-markdown] CATALOG.json...
                             tool-definition tokens per tool mode of captured catalogs
   worker tools [-markdown]  the same for the live servers of JETAGENT_MCP_CONFIG
+  worker search-eval [--json] [--k 1,5,10] QUERIES.jsonl CATALOG.json...
+                            recall@k and hit@k of the tool search on a retrieval set
   worker -h | --help        this help
 
 With NATS_URL unset the worker starts an embedded NATS server with

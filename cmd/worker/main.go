@@ -46,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = tokens(args[1:], stdout)
 	case "tools":
 		err = tools(args[1:], stdout)
+	case "search-eval":
+		err = searchEval(args[1:], stdout)
 	case "":
 		err = serveFromEnv(stderr)
 	default:

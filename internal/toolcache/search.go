@@ -45,6 +45,9 @@ type searchParams struct {
 	stem bool
 	// syn is the weight of a synonym of a query word (0: no expansion).
 	syn float64
+	// synMax gives a tool the best of a query word and its synonyms
+	// (false: their sum).
+	synMax bool
 	// typo is the weight of a tool-name word one edit away from a query word
 	// that is in no tool (0: off).
 	typo float64
@@ -67,9 +70,9 @@ type searchParams struct {
 var defaultSearchParams = searchParams{
 	k1: 1.2,
 	//    name title desc pname pdesc server
-	w:    [numFields]float64{3, 1, 1, 1, 0.5, 1},
+	w:    [numFields]float64{5, 1, 1, 1, 0.5, 2},
 	b:    [numFields]float64{0.5, 0.5, 0.75, 0.5, 0.75, 0.3},
-	stem: true, syn: 0.5, typo: 0.5, srv: 0.5, srvAdd: 0,
+	stem: true, syn: 0.8, typo: 0.5, srv: 0.5,
 	cjk: true, join: true,
 }
 
@@ -116,6 +119,7 @@ func NewSearchIndex(tools []Tool) *SearchIndex {
 }
 
 func buildSearchIndexWith(tools []Tool, p searchParams) *SearchIndex {
+	synonymsOf("", p.stem) // the synonym table is built once, not by a search
 	ix := &SearchIndex{
 		p: p, version: indexVersion.Add(1), tools: tools,
 		vocab: map[string]int32{}, exact: map[string][]int32{},
@@ -371,6 +375,10 @@ type SearchResult struct {
 type queryTerm struct {
 	id int32
 	w  float64
+	// group is the query word the term stands for: a tool gets the best
+	// of a group's terms, not their sum (a tool saying "get" and "fetch"
+	// is not twice as much about fetching).
+	group int
 }
 
 var scorePool = sync.Pool{New: func() any { return new([]float64) }}
@@ -407,32 +415,71 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 	clear(scores)
 	k1 := ix.p.k1
 	idfMass := 0.0
-	for _, q := range qs {
-		ps := ix.post[q.id]
-		idf := bm25IDF(ix.n, float64(len(ps)))
-		if q.w == 1 {
-			idfMass += idf
+	var alt map[int32]float64 // a group's best alternative per tool
+	for gi := 0; gi < len(qs); {
+		gj := gi + 1
+		for gj < len(qs) && qs[gj].group == qs[gi].group {
+			gj++
 		}
-		c := idf * q.w * (k1 + 1)
-		for _, po := range ps {
-			f := float64(po.tf)
-			scores[po.doc] += c * f / (f + k1)
+		single := gj-gi == 1 || !ix.p.synMax
+		if !single {
+			if alt == nil {
+				alt = map[int32]float64{}
+			}
+			clear(alt)
 		}
+		for _, q := range qs[gi:gj] {
+			ps := ix.post[q.id]
+			idf := bm25IDF(ix.n, float64(len(ps)))
+			if q.w == 1 {
+				idfMass += idf
+			}
+			c := idf * q.w * (k1 + 1)
+			for _, po := range ps {
+				f := float64(po.tf)
+				if single {
+					scores[po.doc] += c * f / (f + k1)
+				} else {
+					alt[po.doc] = max(alt[po.doc], c*f/(f+k1))
+				}
+			}
+		}
+		if !single {
+			for d, v := range alt {
+				scores[d] += v
+			}
+		}
+		gi = gj
 	}
 	// Server-level evidence.
 	if (ix.p.srv > 0 || ix.p.srvAdd > 0) && len(ix.servers) > 1 {
 		srvScore := make([]float64, len(ix.servers))
 		ns := float64(len(ix.servers))
-		for _, q := range qs {
-			ps := ix.srvPost[q.id]
-			if len(ps) == 0 {
-				continue
+		grp := make([]float64, len(ix.servers))
+		for gi := 0; gi < len(qs); {
+			gj := gi + 1
+			for gj < len(qs) && qs[gj].group == qs[gi].group {
+				gj++
 			}
-			c := bm25IDF(ns, float64(len(ps))) * q.w * (k1 + 1)
-			for _, po := range ps {
-				f := float64(po.tf)
-				srvScore[po.doc] += c * f / (f + k1)
+			if !ix.p.synMax {
+				gj = gi + 1
 			}
+			clear(grp)
+			for _, q := range qs[gi:gj] {
+				ps := ix.srvPost[q.id]
+				if len(ps) == 0 {
+					continue
+				}
+				c := bm25IDF(ns, float64(len(ps))) * q.w * (k1 + 1)
+				for _, po := range ps {
+					f := float64(po.tf)
+					grp[po.doc] = max(grp[po.doc], c*f/(f+k1))
+				}
+			}
+			for i, v := range grp {
+				srvScore[i] += v
+			}
+			gi = gj
 		}
 		best, bestTool := 0.0, 0.0
 		for _, s := range srvScore {
@@ -518,47 +565,43 @@ func bm25IDF(n, df float64) float64 {
 // request counts once.
 func (ix *SearchIndex) queryTerms(query string) ([]queryTerm, []string) {
 	words := ix.analyzeInto(nil, query, false)
-	weight := map[int32]float64{}
-	var order []int32
-	set := func(id int32, w float64) {
-		old, ok := weight[id]
-		if !ok {
-			order = append(order, id)
-		}
-		if w > old {
-			weight[id] = w
-		}
-	}
 	seen := map[string]bool{}
 	var distinct []string
 	for _, w := range words {
-		if seen[w] {
-			continue
-		}
-		seen[w] = true
-		distinct = append(distinct, w)
-		if id, ok := ix.vocab[w]; ok {
-			set(id, 1)
+		if !seen[w] {
+			seen[w] = true
+			distinct = append(distinct, w)
 		}
 	}
-	for _, w := range distinct {
+	var qs []queryTerm
+	used := map[int32]bool{}
+	for g, w := range distinct {
+		if id, ok := ix.vocab[w]; ok {
+			qs = append(qs, queryTerm{id, 1, g})
+			used[id] = true
+		}
+	}
+	// Alternatives: synonyms and typo corrections, each in its word's
+	// group, never a word of the query itself.
+	var alts []queryTerm
+	for g, w := range distinct {
 		if ix.p.syn > 0 {
 			for _, s := range synonymsOf(w, ix.p.stem) {
-				if id, ok := ix.vocab[s]; ok && !seen[s] {
-					set(id, ix.p.syn)
+				if id, ok := ix.vocab[s]; ok && !seen[s] && !used[id] {
+					alts = append(alts, queryTerm{id, ix.p.syn, g})
 				}
 			}
 		}
 		if _, known := ix.vocab[w]; !known && ix.p.typo > 0 && len(w) >= 5 && isASCIIWord(w) {
 			for _, id := range ix.typoMatches(w) {
-				set(id, ix.p.typo)
+				if !used[id] {
+					alts = append(alts, queryTerm{id, ix.p.typo, g})
+				}
 			}
 		}
 	}
-	qs := make([]queryTerm, 0, len(order))
-	for _, id := range order {
-		qs = append(qs, queryTerm{id, weight[id]})
-	}
+	qs = append(qs, alts...)
+	slices.SortStableFunc(qs, func(a, b queryTerm) int { return cmp.Compare(a.group, b.group) })
 	return qs, distinct
 }
 
