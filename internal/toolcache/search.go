@@ -381,6 +381,11 @@ type queryTerm struct {
 	group int
 }
 
+// maxQueryWords bounds the distinct words a query is analysed into: a
+// request with a long pasted text is searched by its first 256 distinct
+// words.
+const maxQueryWords = 256
+
 var scorePool = sync.Pool{New: func() any { return new([]float64) }}
 
 // Search ranks the index's tools (and opts.Extra) for a free-text query.
@@ -501,31 +506,23 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 		scores[i] = math.Inf(1)
 	}
 
-	type hit struct {
-		t     *Tool
-		score float64
-	}
-	var hits []hit
+	// The best limit hits, kept in a small heap: sorting every tool that
+	// shares a word with a long request would cost more than the scoring.
+	top := topK{limit: limit}
 	for i, s := range scores {
 		if s <= 0 || !opts.Filter.ok(ix, int32(i)) || (srvWant >= 0 && ix.srvOf[i] != srvWant) || res.UnknownServer {
 			continue
 		}
-		hits = append(hits, hit{&ix.tools[i], s})
+		top.push(&ix.tools[i], s)
 	}
 	if len(opts.Extra) > 0 && opts.Server == "" {
 		for i := range opts.Extra {
 			if s := ix.scoreExtra(&opts.Extra[i], qs, query); s > 0 {
-				hits = append(hits, hit{&opts.Extra[i], s})
+				top.push(&opts.Extra[i], s)
 			}
 		}
 	}
-	slices.SortFunc(hits, func(a, b hit) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return strings.Compare(a.t.Name, b.t.Name)
-	})
-	hits = hits[:min(limit, len(hits))]
+	hits := top.sorted()
 	for _, h := range hits {
 		res.Hits = append(res.Hits, SearchHit{Tool: *h.t, Score: h.score})
 	}
@@ -564,7 +561,26 @@ func bm25IDF(n, df float64) float64 {
 // synonyms and typo corrections at lower weights. A word repeated in the
 // request counts once.
 func (ix *SearchIndex) queryTerms(query string) ([]queryTerm, []string) {
-	words := ix.analyzeInto(nil, query, false)
+	// Distinct words before stemming (a long pasted text repeats most of
+	// its words), at most maxQueryWords of them.
+	raw := tokensInto(nil, query, ix.p.cjk, ix.p.join)
+	seenRaw := map[string]bool{}
+	words := raw[:0]
+	for _, w := range raw {
+		if !seenRaw[w] && len(seenRaw) < maxQueryWords {
+			seenRaw[w] = true
+			words = append(words, w)
+		}
+	}
+	for i, w := range words {
+		if st, ok := ix.stems[w]; ok {
+			words[i] = st
+		} else if ix.p.stem {
+			words[i] = stemWord(w)
+		} else {
+			words[i] = foldPlural(w)
+		}
+	}
 	seen := map[string]bool{}
 	var distinct []string
 	for _, w := range words {
@@ -672,14 +688,17 @@ func (ix *SearchIndex) fallback(query string, opts SearchOptions, srvWant int32,
 	consider := func(t *Tool) {
 		s := 0.0
 		if len(q) > 0 {
-			name := trigrams(strings.ToLower(t.Name + " " + t.Server))
-			common := 0
-			for g := range q {
-				if name[g] {
+			// Jaccard-like overlap of the name's byte trigrams with the
+			// query's, without building the name's set.
+			name := " " + strings.ToLower(t.Name) + " "
+			common, total := 0, 0
+			for i := 0; i+3 <= len(name); i++ {
+				total++
+				if q[name[i:i+3]] {
 					common++
 				}
 			}
-			s = float64(common) / float64(len(q)+len(name)-common)
+			s = float64(common) / float64(len(q)+total-common)
 		}
 		if s > 0 {
 			hits = append(hits, hit{t, s})
@@ -712,23 +731,94 @@ func (ix *SearchIndex) fallback(query string, opts SearchOptions, srvWant int32,
 	return out
 }
 
+// trigrams are the byte trigrams of s with word separators as spaces.
 func trigrams(s string) map[string]bool {
-	out := map[string]bool{}
-	var rs []rune
+	var b strings.Builder
+	b.WriteByte(' ')
 	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			rs = append(rs, r)
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' {
+			b.WriteRune(r)
 		} else {
-			rs = append(rs, ' ')
+			b.WriteByte(' ')
 		}
 	}
-	padded := append(append([]rune{' '}, rs...), ' ')
-	for i := 0; i+3 <= len(padded); i++ {
-		g := string(padded[i : i+3])
-		if strings.TrimSpace(g) != "" && !strings.Contains(strings.TrimSpace(g), " ") {
+	b.WriteByte(' ')
+	p := b.String()
+	out := map[string]bool{}
+	for i := 0; i+3 <= len(p); i++ {
+		if g := p[i : i+3]; strings.Count(g, " ") < 2 {
 			out[g] = true
 		}
 	}
+	return out
+}
+
+// topK keeps the limit best (tool, score) pairs: a min-heap on score, ties
+// broken by name so the answer does not depend on the tools' order.
+type topK struct {
+	limit int
+	h     []scored
+}
+
+type scored struct {
+	t     *Tool
+	score float64
+}
+
+// worse orders the heap: a is worse than b.
+func worse(a, b scored) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return a.t.Name > b.t.Name
+}
+
+func (k *topK) push(t *Tool, s float64) {
+	e := scored{t, s}
+	if len(k.h) < k.limit {
+		k.h = append(k.h, e)
+		for i := len(k.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !worse(k.h[i], k.h[p]) {
+				break
+			}
+			k.h[i], k.h[p] = k.h[p], k.h[i]
+			i = p
+		}
+		return
+	}
+	if !worse(k.h[0], e) {
+		return
+	}
+	k.h[0] = e
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(k.h) && worse(k.h[l], k.h[m]) {
+			m = l
+		}
+		if r < len(k.h) && worse(k.h[r], k.h[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		k.h[i], k.h[m] = k.h[m], k.h[i]
+		i = m
+	}
+}
+
+// sorted returns the kept pairs, best first.
+func (k *topK) sorted() []scored {
+	out := slices.Clone(k.h)
+	slices.SortFunc(out, func(a, b scored) int {
+		if worse(a, b) {
+			return 1
+		}
+		if worse(b, a) {
+			return -1
+		}
+		return 0
+	})
 	return out
 }
 
