@@ -41,6 +41,12 @@ func (w *Worker) deadLetterLoop(ctx context.Context) {
 			continue
 		}
 		if err := w.onMaxDeliveries(msg); err != nil {
+			if errors.Is(err, errHeldAlive) {
+				// Its attempt is alive: the job ends by itself.
+				w.log.Info("max deliveries reached while an attempt runs the job; looking again later", "err", err)
+				_ = msg.NakWithDelay(w.ackWait())
+				continue
+			}
 			w.log.Error("dead-lettering after max deliveries failed; will retry", "err", err)
 			_ = msg.NakWithDelay(w.cfg.RetryDelay)
 			continue
@@ -70,17 +76,20 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
+	if cur != nil && cur.Status == StatusRunning && w.answersAlive(ctx, id) {
+		return fmt.Errorf("%w: job %s", errHeldAlive, id)
+	}
 	if cur == nil || !cur.Status.Terminal() {
 		reason := fmt.Sprintf("max deliveries exhausted: delivered %d times without being acknowledged (consumer %s)",
 			adv.Deliveries, adv.Consumer)
 		if cur != nil && cur.Error != "" {
 			reason += "; last error: " + cur.Error
 		}
-		reason = oneLine(reason)
-		w.log.Warn("job dead-lettered", "job", id, "queue", queue, "reason", reason)
+		reason = cutReason(oneLine(reason))
 		if err := w.deadLetter(ctx, queue, id, adv.StreamSeq, raw.Data, raw.Header, reason); err != nil {
 			return err
 		}
+		w.log.Warn("job dead-lettered", "job", id, "queue", queue, "reason", reason)
 		res := &Result{ID: id, Queue: queue, Status: StatusDead, Error: reason, Attempt: int(adv.Deliveries), Worker: w.cfg.WorkerID}
 		w.markDead(ctx, &runEnv{w: w, jobID: id}, queue, adv.StreamSeq, res)
 		w.cfg.Metrics.rejected(queue)
@@ -89,4 +98,16 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 		return fmt.Errorf("delete job %d: %w", adv.StreamSeq, err)
 	}
 	return nil
+}
+
+// errHeldAlive: a job's deliveries ran out while an attempt still runs it
+// (its heartbeats did not reach the server): not dead yet.
+var errHeldAlive = errors.New("held by a live attempt")
+
+// answersAlive reports whether some worker runs job id and says so.
+func (w *Worker) answersAlive(ctx context.Context, id string) bool {
+	actx, cancel := context.WithTimeout(ctx, aliveTimeout)
+	defer cancel()
+	_, err := w.cfg.Conn.RequestWithContext(actx, w.names.AliveSubject(id), nil)
+	return err == nil
 }

@@ -341,7 +341,12 @@ func TestCheckpointSurvivesRetry(t *testing.T) {
 	if _, err := c.Submit(natstest.Context(t), &Job{ID: "cp", Task: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	st := waitStatus(t, c, "cp")
+	// The terminal event comes after the checkpoint is deleted (which is
+	// after the final state is stored): wait for it, not for the state.
+	st, err := c.Watch(natstest.Context(t), "cp", func(Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if st.Status != StatusSucceeded || st.Result.Answer != "resumed from round 3" || st.Attempt != 2 {
 		t.Fatalf("state %+v", st)
 	}

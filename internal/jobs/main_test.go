@@ -53,6 +53,13 @@ func testTopology() TopologyConfig {
 // startWorker runs a worker until the test ends (or the returned stop).
 func startWorker(t *testing.T, nc *nats.Conn, cfg Config) (*Worker, func()) {
 	t.Helper()
+	return startWorkerWith(t, nc, cfg, nil)
+}
+
+// startWorkerWith is startWorker with setup applied to the worker before it
+// runs (to set test hooks).
+func startWorkerWith(t *testing.T, nc *nats.Conn, cfg Config, setup func(*Worker)) (*Worker, func()) {
+	t.Helper()
 	cfg.Conn = nc
 	if cfg.Topology.AckWait == 0 {
 		cfg.Topology = testTopology()
@@ -69,6 +76,9 @@ func startWorker(t *testing.T, nc *nats.Conn, cfg Config) (*Worker, func()) {
 	w, err := NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(w)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

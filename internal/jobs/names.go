@@ -103,6 +103,13 @@ func (n Names) CancelSubject(jobID string) string { return n.p() + ".cancel." + 
 // CancelWildcard matches every cancel request.
 func (n Names) CancelWildcard() string { return n.p() + ".cancel.*" }
 
+// AliveSubject is where a delivery of a job asks the attempt running it
+// whether it is alive (see fence.go).
+func (n Names) AliveSubject(jobID string) string { return n.p() + ".alive." + jobID }
+
+// AliveWildcard matches every AliveSubject.
+func (n Names) AliveWildcard() string { return n.p() + ".alive.*" }
+
 // ClientSubject is where the worker asks the submitter to run a client tool.
 func (n Names) ClientSubject(jobID string) string { return n.p() + ".client." + jobID }
 

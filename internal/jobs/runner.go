@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -73,6 +74,18 @@ type runEnv struct {
 
 	mu  sync.Mutex // orders seq with publish
 	seq int
+
+	// fenced is set when the attempt lost its job (fence.go): its events
+	// and checkpoints are refused from then on.
+	fenced *atomic.Bool
+}
+
+// refuse reports whether the attempt may no longer act for its job.
+func (e *runEnv) refuse() error {
+	if e.fenced != nil && e.fenced.Load() {
+		return fmt.Errorf("job %s attempt %d: %w", e.jobID, e.attempt, errFenced)
+	}
+	return nil
 }
 
 func (e *runEnv) Attempt() int     { return e.attempt }
@@ -81,6 +94,9 @@ func (e *runEnv) Conn() *nats.Conn { return e.w.cfg.Conn }
 func (e *runEnv) Names() Names     { return e.w.names }
 
 func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
 	var raw json.RawMessage
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -122,6 +138,9 @@ func (e *runEnv) LoadCheckpoint(ctx context.Context) ([]byte, error) {
 }
 
 func (e *runEnv) SaveCheckpoint(ctx context.Context, data []byte) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
 	if err := e.w.putObject(ctx, CheckpointName(e.jobID), data); err != nil {
 		return fmt.Errorf("save checkpoint of %s: %w", e.jobID, err)
 	}

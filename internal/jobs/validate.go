@@ -75,6 +75,13 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 	if len(data) > v.maxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), v.maxBytes)
 	}
+	if len(bytes.TrimSpace(data)) == 0 { // the JSON reader would say only "EOF"
+		what := "the body is empty"
+		if len(data) > 0 {
+			what += fmt.Sprintf(" (%d bytes of white space)", len(data))
+		}
+		return nil, fmt.Errorf("%w: %s", ErrNotJSON, what)
+	}
 	if err := v.Validate(schemas.Job, data); err != nil {
 		return nil, err
 	}
@@ -144,6 +151,21 @@ func CheckServers(j *Job, known func(string) bool) error {
 		if known == nil || !known(s) {
 			return fmt.Errorf("%w: %q", ErrUnknownServer, s)
 		}
+	}
+	return nil
+}
+
+// ErrWrongQueue: the job's body names a queue other than the one it was
+// published on. Running it on the queue it came from would give it
+// another queue's workers (models, servers) without a word.
+var ErrWrongQueue = reject("job names another queue than the one it was published on")
+
+// CheckQueue returns ErrWrongQueue when the job's queue field names a
+// queue other than queue, the one whose subject carried it.
+func CheckQueue(j *Job, queue string, n Names) error {
+	if j.Queue != "" && j.Queue != queue {
+		return fmt.Errorf("%w: its queue is %q but it was published on %s (queue %q): publish it on %s, "+
+			"or leave the queue field out", ErrWrongQueue, j.Queue, n.JobsSubject(queue), queue, n.JobsSubject(j.Queue))
 	}
 	return nil
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -80,6 +82,10 @@ type Config struct {
 	// KnownServer: a job it refuses is dead-lettered with the error's text
 	// as the reason (the worker command bounds client tool declarations).
 	Admit func(*Job) error
+	// Notes, when set, says which of a job's settings are not applied as
+	// given (a max_rounds above the cap): the started event and the log
+	// carry each note, beside the worker's own (a timeout of 0s).
+	Notes func(*Job) []string
 	// Metrics, when set, records job counts and durations.
 	Metrics *Metrics
 	// Logger receives operational logs (default: discarded).
@@ -101,7 +107,9 @@ type Worker struct {
 	jobs    sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[string]context.CancelCauseFunc
+	running map[string]*runningAttempt
+
+	hbFault heartbeatFault // tests only
 }
 
 // WithDefaults returns c with its zero fields set to the defaults
@@ -222,7 +230,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		log:     log.With("worker", cfg.WorkerID),
 		sem:     make(chan struct{}, cfg.Concurrency),
 		ready:   make(chan struct{}),
-		running: map[string]context.CancelCauseFunc{},
+		running: map[string]*runningAttempt{},
 	}, nil
 }
 
@@ -253,6 +261,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe to cancel requests: %w", err)
 	}
 	defer sub.Unsubscribe() //nolint:errcheck // best effort at exit
+	aliveSub, err := w.cfg.Conn.Subscribe(w.names.AliveWildcard(), w.onAlive)
+	if err != nil {
+		return fmt.Errorf("subscribe to liveness requests: %w", err)
+	}
+	defer aliveSub.Unsubscribe() //nolint:errcheck // best effort at exit
 
 	jobsCtx, stopJobs := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer stopJobs(nil)
@@ -339,6 +352,9 @@ func (w *Worker) handle(queue string, msg jetstream.Msg) {
 	}
 	job, rejectErr := w.v.DecodeJob(msg.Data())
 	if rejectErr == nil {
+		rejectErr = CheckQueue(job, queue, w.names)
+	}
+	if rejectErr == nil {
 		rejectErr = CheckServers(job, w.cfg.KnownServer)
 	}
 	if rejectErr == nil && w.cfg.Admit != nil {
@@ -347,7 +363,7 @@ func (w *Worker) handle(queue string, msg jetstream.Msg) {
 		}
 	}
 	d.id = jobID(msg.Data(), msg.Headers(), d.seq)
-	d.env = &runEnv{w: w, jobID: d.id, attempt: d.attempt}
+	d.env = &runEnv{w: w, jobID: d.id, attempt: d.attempt, fenced: new(atomic.Bool)}
 	if rejectErr != nil {
 		w.reject(d, rejectErr)
 		return
@@ -373,22 +389,30 @@ type delivery struct {
 	ended func(status string)
 }
 
-// jobID names a job: its own id, else the publisher's Nats-Msg-Id, else
-// its stream sequence (stable across redeliveries, unlike a fresh id).
+// jobID names a job: its own id, else the publisher's Nats-Msg-Id, else a
+// generated id made of its stream sequence (stable across redeliveries,
+// unlike a fresh ULID). Generated ids start with an underscore, which no
+// submitted id may (the job schema refuses it), so a job published without
+// an id never takes the id of another; a submitted id of that form is not
+// used either (its job is dead-lettered under a generated id).
 func jobID(data []byte, h nats.Header, seq uint64) string {
 	var probe struct {
 		ID any `json:"id"`
 	}
 	if json.Unmarshal(data, &probe) == nil {
-		if s, ok := probe.ID.(string); ok && ValidID(s) {
+		if s, ok := probe.ID.(string); ok && ValidID(s) && !strings.HasPrefix(s, "_") {
 			return s
 		}
 	}
-	if s := h.Get(nats.MsgIdHdr); ValidID(s) {
+	if s := h.Get(nats.MsgIdHdr); ValidID(s) && !strings.HasPrefix(s, "_") {
 		return s
 	}
-	return fmt.Sprintf("seq-%d", seq)
+	return GeneratedID(seq)
 }
+
+// GeneratedID is the id of the job published without one at stream
+// sequence seq of the jobs stream.
+func GeneratedID(seq uint64) string { return fmt.Sprintf("_seq-%d", seq) }
 
 // oneLine makes a reason safe for a NATS header.
 func oneLine(s string) string {
@@ -412,6 +436,24 @@ func (w *Worker) reject(d delivery, cause error) {
 	}
 	res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
 	w.markDead(ctx, d.env, d.queue, d.seq, res)
+	w.cfg.Metrics.rejected(d.queue)
+}
+
+// refuseCopy dead-letters a message whose job id another message holds,
+// leaving that job's state and events alone.
+func (w *Worker) refuseCopy(d delivery, cause error) {
+	reason := cutReason(oneLine(cause.Error()))
+	w.log.Warn("job copy refused", "job", d.id, "queue", d.queue, "reason", reason)
+	ctx, cancel := opContext()
+	defer cancel()
+	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
+		w.log.Error("dead-letter copy failed; handing the job back", "job", d.id, "err", err)
+		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+		return
+	}
+	if err := d.msg.TermWithReason(reason); err != nil {
+		w.log.Warn("term failed", "job", d.id, "err", err)
+	}
 	w.cfg.Metrics.rejected(d.queue)
 }
 
@@ -462,12 +504,31 @@ func (w *Worker) deadLetter(ctx context.Context, queue, id string, seq uint64, d
 	m.Header.Set("Jetagent-Queue", queue)
 	m.Header.Set("Jetagent-Stream-Seq", fmt.Sprint(seq))
 	m.Header.Set("Jetagent-Worker", w.cfg.WorkerID)
+	if len(m.Data)+headerBytes(m.Header)+dlqHeaderSlack > int(w.cfg.Conn.MaxPayload()) {
+		// A job near the size limit does not fit beside the reason: its
+		// body goes to the transcript bucket, and the dead letter says where.
+		name := DeadLetterBodyName(id, seq)
+		if err := w.putObject(ctx, name, data); err != nil {
+			return fmt.Errorf("dead-letter %s: store the body: %w", id, err)
+		}
+		ref := DataRef{Bucket: w.names.TranscriptBucket(), Name: name, Bytes: len(data)}
+		m.Data, _ = json.Marshal(map[string]any{"job_id": id, "body_ref": ref})
+		m.Header.Set("Jetagent-Body-Ref", ref.Bucket+"/"+ref.Name)
+	}
 	_, err := w.topo.JS.PublishMsg(ctx, m, jetstream.WithMsgID(fmt.Sprintf("%s-%d", w.names.JobsStream(), seq)))
 	if err != nil {
 		return fmt.Errorf("dead-letter %s: %w", id, err)
 	}
 	return nil
 }
+
+// dlqHeaderSlack covers what headerBytes leaves out of a dead letter's
+// headers (the NATS/1.0 line, the Nats-Msg-Id the publish adds).
+const dlqHeaderSlack = 256
+
+// DeadLetterBodyName is the object holding the body of a dead letter too
+// large to carry it beside its reason (see Jetagent-Body-Ref).
+func DeadLetterBodyName(jobID string, seq uint64) string { return fmt.Sprintf("%s.dlq.%d", jobID, seq) }
 
 // headerBytes is about what h takes on the wire.
 func headerBytes(h nats.Header) int {
@@ -485,6 +546,7 @@ var (
 	errFinal     = errors.New("job already finished")
 	errCancelled = errors.New("job cancelled before it ran")
 	errDuplicate = errors.New("another message with the same job id is running")
+	errReused    = errors.New("job id reused")
 )
 
 // run claims a job in the state store, runs it and settles the delivery.
@@ -493,9 +555,19 @@ func (w *Worker) run(d delivery) {
 	defer cancelJob(nil)
 	// Register before claiming: a cancel request that races the claim
 	// either finds the job here or changed the state the claim reads.
+	me := &runningAttempt{attempt: d.attempt, cancel: cancelJob, fenced: d.env.fenced}
 	w.mu.Lock()
-	w.running[d.id] = cancelJob
+	_, here := w.running[d.id]
+	if !here {
+		w.running[d.id] = me
+	}
 	w.mu.Unlock()
+	if here {
+		// Redelivered to the worker already running it: that attempt holds it.
+		w.log.Info("job already running here; handing the delivery back", "job", d.id, "attempt", d.attempt)
+		_ = d.msg.NakWithDelay(w.ackWait())
+		return
+	}
 	defer func() {
 		w.mu.Lock()
 		delete(w.running, d.id)
@@ -503,19 +575,39 @@ func (w *Worker) run(d delivery) {
 	}()
 
 	ctx, cancel := opContext()
+	if owner, err := w.liveOwner(ctx, d); err != nil || owner != nil {
+		cancel()
+		if err != nil {
+			w.log.Error("claim failed; handing the job back", "job", d.id, "err", err)
+			_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+			return
+		}
+		// Redelivered while its attempt is alive (a NATS restart, heartbeats
+		// late under load): never two attempts at once.
+		w.log.Warn("job held by a live attempt; handing the delivery back", "job", d.id, "attempt", d.attempt,
+			"holder", owner.Worker, "holder_attempt", owner.Attempt)
+		_ = d.msg.NakWithDelay(w.ackWait())
+		return
+	}
 	now := time.Now().UTC()
+	var tookOver bool
 	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+		tookOver = false
 		st := &State{CreatedAt: now}
 		if cur != nil {
 			switch {
-			case cur.Status.Terminal():
+			case cur.Status.Terminal() && (cur.StreamSeq == 0 || cur.StreamSeq == d.seq):
 				return nil, fmt.Errorf("%w: %s", errFinal, cur.Status)
+			case cur.Status.Terminal():
+				return nil, fmt.Errorf("%w: job id %s already ended (%s, stream sequence %d): submit the job "+
+					"again under another id", errReused, d.id, cur.Status, cur.StreamSeq)
 			case cur.CancelRequested:
 				return nil, errCancelled
 			case cur.Status == StatusRunning && cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
-				return nil, errDuplicate
+				return nil, fmt.Errorf("%w (stream sequence %d): this copy is not run", errDuplicate, cur.StreamSeq)
 			}
 			st = cur
+			tookOver = cur.Status == StatusRunning && (cur.Attempt != d.attempt || cur.Worker != w.cfg.WorkerID)
 		}
 		st.Queue, st.Status, st.Attempt, st.Worker = d.queue, StatusRunning, d.attempt, w.cfg.WorkerID
 		st.Task, st.StreamSeq, st.StartedAt = summary(d.job.Task), d.seq, now
@@ -523,11 +615,17 @@ func (w *Worker) run(d delivery) {
 	})
 	cancel()
 	switch {
-	case errors.Is(err, errFinal), errors.Is(err, errDuplicate):
-		// A redelivery of a finished job (its ack was lost) or a second
-		// message with a running job's id: running it would do it twice.
+	case errors.Is(err, errFinal):
+		// A redelivery of a finished job (its ack was lost): done already.
 		w.log.Info("not running job", "job", d.id, "attempt", d.attempt, "why", err)
 		_ = d.msg.Ack()
+		return
+	case errors.Is(err, errDuplicate), errors.Is(err, errReused):
+		// Another message with the id of a running or finished job: running
+		// it would do that job twice, dropping it would lose it without a
+		// word. It goes to the dead-letter stream with the reason (the
+		// other job's state is left alone).
+		w.refuseCopy(d, err)
 		return
 	case errors.Is(err, errCancelled):
 		w.startAttempt(&d)
@@ -541,29 +639,41 @@ func (w *Worker) run(d delivery) {
 	}
 
 	d.claimed = true
+	me.claimed.Store(true)
+	if tookOver {
+		w.fenceOthers(d) // an attempt that did not answer may be alive after all
+	}
 	w.startAttempt(&d)
 	defer d.ended("lost") // whichever way the attempt ends, it ends once
 	env := d.env
-	if err := env.Emit(jobCtx, EventStarted, 0, map[string]any{
-		"attempt": d.attempt, "worker": w.cfg.WorkerID, "queue": d.queue,
-	}); err != nil {
+	timeout, notes := w.applied(d.job)
+	started := map[string]any{
+		"attempt": d.attempt, "worker": w.cfg.WorkerID, "queue": d.queue, "timeout_ms": timeout.Milliseconds(),
+	}
+	if len(notes) > 0 {
+		started["notes"] = notes
+	}
+	if err := env.Emit(jobCtx, EventStarted, 0, started); err != nil {
 		w.log.Warn("event publish failed", "job", d.id, "err", err)
 	}
 	w.log.Info("job started", "job", d.id, "queue", d.queue, "attempt", d.attempt)
-
-	timeout := w.cfg.JobTimeout
-	if t, err := d.job.TimeoutDuration(); err == nil && t > 0 {
-		timeout = t
+	for _, n := range notes {
+		w.log.Warn("job setting not applied as given", "job", d.id, "attempt", d.attempt, "note", n)
 	}
+
 	errTimeout := fmt.Errorf("job timed out after %s", timeout)
 	runCtx, cancelRun := context.WithTimeoutCause(jobCtx, timeout, errTimeout)
-	hbDone := w.heartbeat(d)
+	hbDone := w.heartbeat(d, me)
 	out, runErr := w.callRunner(runCtx, d.job, env)
 	cause := context.Cause(runCtx)
 	cancelRun()
 	hbDone()
 
 	switch {
+	case me.fenced.Load():
+		// Another attempt may hold the job: touch neither its state nor
+		// the delivery (d.ended records the attempt as lost).
+		w.log.Warn("attempt fenced; leaving the job", "job", d.id, "attempt", d.attempt, "why", context.Cause(jobCtx))
 	case runErr == nil:
 		w.settle(d, out, StatusSucceeded, "")
 	case errors.Is(cause, errCancelRequested):
@@ -595,25 +705,71 @@ func (w *Worker) callRunner(ctx context.Context, job *Job, env RunEnv) (out *Out
 	return out, err
 }
 
-// heartbeat marks the delivery in progress until the returned stop is called.
-func (w *Worker) heartbeat(d delivery) (stop func()) {
+// heartbeat marks the delivery in progress until the returned stop is
+// called, and fences the attempt (see fence.go) when its heartbeats could
+// not be delivered for nearly the ack wait, or when, connected again after
+// a disconnection, the job's state no longer names it.
+func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	// The server may redeliver once the shortest ack wait has passed since
+	// the last heartbeat it got: stop half a heartbeat before.
+	limit := w.ackWait() - w.cfg.Heartbeat/2
 	wg.Go(func() {
 		t := time.NewTicker(w.cfg.Heartbeat)
 		defer t.Stop()
+		deadline := time.NewTimer(limit)
+		defer deadline.Stop()
+		wasCut := false
 		for {
 			select {
 			case <-done:
 				return
+			case <-deadline.C:
+				me.fence(fmt.Errorf("no heartbeat could be delivered for %s (ack wait %s)", limit, w.ackWait()))
+				return
 			case <-t.C:
-				if err := d.msg.InProgress(); err != nil {
-					w.log.Warn("heartbeat failed", "job", d.id, "err", err)
+				connected := w.cfg.Conn.IsConnected()
+				if !connected {
+					wasCut = true
+					continue
+				}
+				if wasCut {
+					wasCut = false
+					if ok, err := w.stillOwned(d); err == nil && !ok {
+						me.fence(errors.New("the job's state names another attempt"))
+						return
+					}
+				}
+				send, delivered := true, true
+				if w.hbFault != nil {
+					send, delivered = w.hbFault()
+				}
+				if send {
+					// A flush confirms the server has the heartbeat: a
+					// publish alone may sit in a buffer while NATS is away.
+					err := d.msg.InProgress()
+					if err == nil {
+						err = w.cfg.Conn.FlushTimeout(min(w.cfg.Heartbeat/2, 5*time.Second))
+					}
+					if err != nil {
+						w.log.Warn("heartbeat failed", "job", d.id, "err", err)
+						delivered = false
+					}
+				}
+				if delivered {
+					deadline.Reset(limit)
 				}
 			}
 		}
 	})
 	return func() { close(done); wg.Wait() }
+}
+
+// ackWait is the shortest time the server waits for a heartbeat.
+func (w *Worker) ackWait() time.Duration {
+	d, _ := w.cfg.Topology.shortestAckWait()
+	return d
 }
 
 func (w *Worker) retryDelay(attempt int) time.Duration {
@@ -672,11 +828,6 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			}
 		}
 	}
-	if status == StatusSucceeded { // before the state says so: nothing resumes a finished job
-		if err := w.topo.Transcripts.Delete(ctx, CheckpointName(d.id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			w.log.Warn("checkpoint delete failed", "job", d.id, "err", err)
-		}
-	}
 	write := func() error {
 		_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
 			if d.claimed {
@@ -713,6 +864,15 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		return
 	}
 	d.ended(string(status))
+	if status == StatusSucceeded {
+		// Only now that the state is final: were the state write to fail
+		// after the checkpoint went, the next attempt would start over and
+		// repeat every call. A checkpoint left by a crash here is harmless
+		// (a finished job never runs again).
+		if err := w.topo.Transcripts.Delete(ctx, CheckpointName(d.id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			w.log.Warn("checkpoint delete failed", "job", d.id, "err", err)
+		}
+	}
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
 		w.log.Error("event publish failed", "job", d.id, "err", err)
 	}
@@ -802,12 +962,20 @@ func (w *Worker) exhausted(d delivery, runErr error) {
 func (w *Worker) onCancel(m *nats.Msg) {
 	id := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 	w.mu.Lock()
-	cancel, ok := w.running[id]
+	r, ok := w.running[id]
 	w.mu.Unlock()
 	if !ok {
 		return
 	}
-	cancel(errCancelRequested)
+	if by := m.Header.Get(fenceHeader); by != "" {
+		// Another attempt took the job over (see fence.go).
+		if by != strconv.Itoa(r.attempt) {
+			w.log.Warn("job taken over; fencing this attempt", "job", id, "attempt", r.attempt, "by", by)
+			r.fence(fmt.Errorf("attempt %s took the job over", by))
+		}
+		return
+	}
+	r.cancel(errCancelRequested)
 	w.log.Info("cancel requested", "job", id)
 	if m.Reply != "" {
 		b, _ := json.Marshal(map[string]string{"job_id": id, "worker": w.cfg.WorkerID})
