@@ -31,6 +31,7 @@ type batchLine struct {
 // base (from --job) gives every line its defaults; a line's own fields win.
 func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, error) {
 	var lines []batchLine
+	idLine := map[string]int{} // a job id and the first line that gives it
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -53,6 +54,16 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 		}
 		if err == nil {
 			err = f.apply(&j, false)
+		}
+		if err == nil && j.ID != "" {
+			if first, seen := idLine[j.ID]; seen {
+				// Submitted twice, it would run once and both lines would
+				// report the one outcome.
+				err = fmt.Errorf("%w: id %s is also on line %d; a batch runs each id once (give this line its own id)",
+					errDuplicate, j.ID, first)
+			} else {
+				idLine[j.ID] = n
+			}
 		}
 		lines = append(lines, batchLine{n: n, job: &j, err: err})
 	}
@@ -152,6 +163,7 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 var (
 	errNotSubmitted   = errors.New("not submitted: interrupted")
 	errStoppedWaiting = errors.New("interrupted: stopped waiting; the job goes on")
+	errDuplicate      = errors.New("duplicate job id")
 )
 
 // submitTimeout bounds one submission once started: an interrupt does not
@@ -190,6 +202,12 @@ func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) batchResult {
 			job.ID = l.job.ID
 		}
 		return fail(err)
+	}
+	if rc.Duplicate {
+		// The id was submitted before (another batch, another submit):
+		// nothing was queued, and that job's outcome is not this line's.
+		return fail(fmt.Errorf("%w: job %s was submitted before (%s) and is not queued again; its outcome is not "+
+			"this line's (submit status %s; give the line another id to run it)", errDuplicate, rc.ID, rc.State.Status, rc.ID))
 	}
 	if detach || rc.State.Status.Terminal() {
 		res := resultOf(rc.State)

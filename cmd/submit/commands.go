@@ -93,13 +93,33 @@ func (c *cli) status(id string, asJSON bool) (int, error) {
 	return exitOK, tw.Flush()
 }
 
-func (c *cli) watch(id string, asJSON bool) (int, error) {
+func (c *cli) watchCommand() *command {
+	var wait bool
+	return c.idCommand("watch", "follow a job's events until it ends", func(fs *pflag.FlagSet) {
+		fs.BoolVar(&wait, "wait", false, "wait for a job that has no state yet (one about to be submitted)")
+	}, func(id string, asJSON bool) (int, error) { return c.watch(id, wait, asJSON) })
+}
+
+// errNoJob: watch was given an id no job has (without --wait).
+var errNoJob = errors.New("no such job")
+
+func (c *cli) watch(id string, wait, asJSON bool) (int, error) {
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err
 	}
-	if _, err := cl.Status(c.ctx, id); errors.Is(err, jobs.ErrNotFound) && !asJSON {
-		fmt.Fprintf(c.stderr, "no state for %s yet; waiting for it\n", id)
+	_, err = cl.Status(c.ctx, id)
+	switch {
+	case errors.Is(err, jobs.ErrNotFound) && !wait:
+		// A mistyped id would otherwise wait for ever.
+		return exitFailed, fmt.Errorf("%w: %s has no state (check the id; a job published without submit has one "+
+			"once a worker takes it: submit watch --wait %s waits for it)", errNoJob, id, id)
+	case errors.Is(err, jobs.ErrNotFound):
+		if !asJSON {
+			fmt.Fprintf(c.stderr, "no job %s yet; waiting for it (--wait)\n", id)
+		}
+	case err != nil:
+		return exitFailed, err
 	}
 	return c.follow(cl, id, asJSON)
 }

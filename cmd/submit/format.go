@@ -38,6 +38,11 @@ func formatEvent(ev jobs.Event) string {
 	switch ev.Type {
 	case jobs.EventStarted:
 		what = fmt.Sprintf("attempt %d on worker %s", ev.Attempt, ev.Worker)
+		if notes, ok := d["notes"].([]any); ok { // settings not applied as the job gave them
+			for _, n := range notes {
+				what += fmt.Sprintf("; note: %v", n)
+			}
+		}
 	case "llm.request":
 		what = fmt.Sprintf("asking the model (%v messages, %v tools = %v tokens, %s mode)",
 			get("message_count"), get("tool_count"), get("tool_def_tokens"), str("mode"))

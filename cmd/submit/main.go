@@ -119,7 +119,7 @@ func (c *cli) commands() []*command {
 	return []*command{
 		c.submitCommand(),
 		c.idCommand("status", "the job's state", nil, c.status),
-		c.idCommand("watch", "follow a job's events until it ends", nil, c.watch),
+		c.watchCommand(),
 		c.transcriptCommand(),
 		c.idCommand("cancel", "cancel a job and wait until it has stopped", nil, c.cancel),
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -69,13 +70,25 @@ func serveFromEnv(stderr io.Writer) error {
 	log := newLogger(s.Config, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
+	// The shutdown notice is logged only on a signal, and before serve's
+	// error: a worker that fails to start does not say it shuts down, and
+	// nothing writes to stderr after this returns.
+	served := make(chan struct{})
+	var notice sync.WaitGroup
+	notice.Go(func() {
+		select {
+		case <-served:
+			return
+		case <-ctx.Done():
+		}
 		stop() // a second signal now kills the process
 		log.Info("shutting down: no new jobs; running jobs have the grace period, then go back to the queue",
 			"grace", s.ShutdownGrace)
-	}()
-	return serve(ctx, s, log, nil)
+	})
+	err = serve(ctx, s, log, nil)
+	close(served)
+	notice.Wait()
+	return err
 }
 
 func newLogger(c Config, w io.Writer) *slog.Logger {
@@ -175,6 +188,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	jc := s.jobsConfig()
 	jc.Conn, jc.Runner, jc.MaxJobBytes = nc, runner, s.MaxJobBytes
 	jc.KnownServer, jc.Admit, jc.Metrics, jc.Logger = known, agentrun.Admit, metrics, log
+	jc.Notes = jobNotes(lc)
 	w, err := jobs.NewWorker(jc)
 	if err != nil {
 		return err
@@ -322,7 +336,42 @@ func tools(args []string, stdout io.Writer) error {
 		}
 		rows = append(rows, row)
 	}
-	return writeRows(stdout, rows, *md)
+	// What one job naming no servers is sent: every server's tools, and
+	// the loop's resource bridge when a server lists resources.
+	view, err := pool.View("worker-tools", nil, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer view.Close() //nolint:errcheck
+	job := view.Tools()
+	if res, err := view.ListResources(ctx); err == nil && len(res) > 0 {
+		bridge := agentloop.ResourceBridge()
+		if !*md {
+			fmt.Fprintf(stdout, "resource bridge (added by the loop: %d resources listed), %d tools\n", len(res), len(bridge))
+			for _, t := range bridge {
+				fmt.Fprintf(stdout, "  %-32s %s\n", t.Name, agentloop.OneLine(t.Description))
+			}
+			fmt.Fprintln(stdout)
+		}
+		row, err := toolcost.Measure("resource bridge", bridge, thresholds)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+		job = append(job, bridge...)
+	}
+	if len(rows) < 2 {
+		return writeRows(stdout, rows, *md)
+	}
+	total, err := toolcost.Measure("total (one job, all servers)", job, thresholds)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, total)
+	if *md {
+		return toolcost.WriteMarkdown(stdout, rows)
+	}
+	return toolcost.WriteText(stdout, rows)
 }
 
 func writeRows(w io.Writer, rows []toolcost.Row, markdown bool) error {
