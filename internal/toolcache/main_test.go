@@ -44,6 +44,12 @@ const dropPingsEnv = "TOOLCACHE_TEST_DROP_PINGS"
 // answer pings.
 func serveStdio(name string) int {
 	s := newTestMCPServer(name)
+	if name == "env" {
+		s.AddTool(mcp.NewTool("environ", mcp.WithDescription("The server's environment, one VAR=value a line.")),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(strings.Join(os.Environ(), "\n")), nil
+			})
+	}
 	var in io.Reader = os.Stdin
 	var sawDiscover atomic.Bool
 	drop := -1 // pings left to drop; -1: none
@@ -131,10 +137,6 @@ func watchedTestMCPServer(name string, w *serverWatch) *server.MCPServer {
 		mcp.WithString("text", mcp.Required(), mcp.Description("text to echo"))),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(req.GetString("text", "")), nil
-		})
-	s.AddTool(mcp.NewTool("environ", mcp.WithDescription("The server's environment, one VAR=value a line.")),
-		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return mcp.NewToolResultText(strings.Join(os.Environ(), "\n")), nil
 		})
 	s.AddTool(mcp.NewTool("pid", mcp.WithDescription("Process id of the server.")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
