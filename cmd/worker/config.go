@@ -99,6 +99,9 @@ type Settings struct {
 	// maxJobBytesSet says JETAGENT_MAX_JOB_BYTES was set, not defaulted:
 	// a value the server cannot carry is then an error, not lowered.
 	maxJobBytesSet bool
+	// onMetrics, when set, is told the address /metrics, /healthz and
+	// /readyz listen on (tests listen on port 0).
+	onMetrics func(addr string)
 }
 
 // defaultSettings holds the libraries' defaults: the environment is read

@@ -7,24 +7,23 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/telemetry"
 	"github.com/jetagent/jetagent/internal/toolcache"
 	"github.com/jetagent/jetagent/internal/toolcost"
 )
@@ -172,13 +171,20 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	}
 
 	var metrics *jobs.Metrics
+	var measured jobs.Runner = runner
+	var started atomic.Pointer[jobs.Worker] // for /readyz
 	if s.MetricsAddr != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		if metrics, err = jobs.NewMetrics(reg); err != nil {
 			return err
 		}
-		stopMetrics, err := serveMetrics(s.MetricsAddr, reg, log)
+		tm, err := telemetry.NewMetrics(reg, telemetry.Options{DefaultModel: s.OpenAI.Model, Pool: pool})
+		if err != nil {
+			return err
+		}
+		measured = tm.Runner(runner)
+		stopMetrics, err := serveMetrics(s, reg, readiness(nc, pool, &started), log)
 		if err != nil {
 			return err
 		}
@@ -186,13 +192,14 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	}
 
 	jc := s.jobsConfig()
-	jc.Conn, jc.Runner, jc.MaxJobBytes = nc, runner, s.MaxJobBytes
+	jc.Conn, jc.Runner, jc.MaxJobBytes = nc, measured, s.MaxJobBytes
 	jc.KnownServer, jc.Admit, jc.Metrics, jc.Logger = known, agentrun.Admit, metrics, log
 	jc.Notes = jobNotes(lc)
 	w, err := jobs.NewWorker(jc)
 	if err != nil {
 		return err
 	}
+	started.Store(w)
 	if ready != nil {
 		go func() {
 			select {
@@ -225,30 +232,6 @@ func fitMaxJobBytes(s *Settings, nc *nats.Conn, log *slog.Logger) error {
 		"default", s.MaxJobBytes, "max_payload", nc.MaxPayload(), "max_job_bytes", most)
 	s.MaxJobBytes = most
 	return nil
-}
-
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("JETAGENT_METRICS_ADDR=%s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	log.Info("metrics on", "url", "http://"+ln.Addr().String()+"/metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
 }
 
 // tokens prints the tool-definition tokens of captured catalog files.

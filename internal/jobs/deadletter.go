@@ -92,7 +92,7 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 		w.log.Warn("job dead-lettered", "job", id, "queue", queue, "reason", reason)
 		res := &Result{ID: id, Queue: queue, Status: StatusDead, Error: reason, Attempt: int(adv.Deliveries), Worker: w.cfg.WorkerID}
 		w.markDead(ctx, &runEnv{w: w, jobID: id}, queue, adv.StreamSeq, res)
-		w.cfg.Metrics.rejected(queue)
+		w.cfg.Metrics.rejected(queue, nil)
 	}
 	if err := w.topo.Jobs.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return fmt.Errorf("delete job %d: %w", adv.StreamSeq, err)

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,8 @@ type Metrics struct {
 	requeued *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	running  prometheus.Gauge
+	wait     *prometheus.HistogramVec
+	dead     *prometheus.CounterVec
 }
 
 // NewMetrics registers the collectors with reg.
@@ -38,10 +41,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 16), // 50ms .. ~27min
 		}, []string{"queue", "status"}),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "jetagent_jobs_running", Help: "Jobs running on this worker.",
+			Name: "jetagent_jobs_running", Help: "Jobs running on this worker (in flight).",
 		}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "jetagent_job_queue_wait_seconds",
+			Help:    "Time from a job's publication to the start of its first attempt, by queue.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 22), // 1ms .. ~35min
+		}, []string{"queue"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jetagent_dead_letters_total",
+			Help: "Jobs dead-lettered, by queue and reason class: not_json, schema, too_large, unknown_server, " +
+				"wrong_queue, refused (the worker's admission check), duplicate (a copy of a running or finished " +
+				"job), retries_exhausted (its last attempt failed transiently), max_deliveries (deliveries ran out unacknowledged).",
+		}, []string{"queue", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.started, m.finished, m.retried, m.requeued, m.duration, m.running} {
+	for _, c := range []prometheus.Collector{m.started, m.finished, m.retried, m.requeued, m.duration, m.running, m.wait, m.dead} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -74,13 +88,55 @@ func (m *Metrics) attemptEnded(queue, status string, d time.Duration) {
 	case "lost":
 	default:
 		m.finished.WithLabelValues(queue, status).Inc()
+		if status == string(StatusDead) { // the only way an attempt ends dead
+			m.dead.WithLabelValues(queue, deadRetriesExhausted).Inc()
+		}
 	}
 }
 
-// rejected records a job dead-lettered without running.
-func (m *Metrics) rejected(queue string) {
+// Dead-letter reason classes of jetagent_dead_letters_total.
+const (
+	deadRetriesExhausted = "retries_exhausted"
+	deadMaxDeliveries    = "max_deliveries"
+	deadDuplicate        = "duplicate"
+)
+
+// rejected records a job dead-lettered without running: cause is why
+// (a door error; a duplicate copy), nil when its deliveries ran out.
+func (m *Metrics) rejected(queue string, cause error) {
 	if m == nil {
 		return
 	}
 	m.finished.WithLabelValues(queue, string(StatusDead)).Inc()
+	m.dead.WithLabelValues(queue, deadClass(cause)).Inc()
+}
+
+// deadClass is the reason class of a dead letter's cause.
+func deadClass(cause error) string {
+	for _, c := range []struct {
+		err   error
+		class string
+	}{
+		{ErrNotJSON, "not_json"}, {ErrSchema, "schema"}, {ErrTooLarge, "too_large"},
+		{ErrUnknownServer, "unknown_server"}, {ErrWrongQueue, "wrong_queue"},
+	} {
+		if errors.Is(cause, c.err) {
+			return c.class
+		}
+	}
+	switch {
+	case cause == nil:
+		return deadMaxDeliveries
+	case errors.Is(cause, ErrRejected):
+		return "refused"
+	}
+	return deadDuplicate
+}
+
+// queueWaited records how long a job waited for its first attempt.
+func (m *Metrics) queueWaited(queue string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.wait.WithLabelValues(queue).Observe(max(d, 0).Seconds())
 }

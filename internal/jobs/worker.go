@@ -348,7 +348,7 @@ func (w *Worker) handle(queue string, msg jetstream.Msg) {
 		return
 	}
 	d := delivery{
-		msg: msg, queue: queue, attempt: int(md.NumDelivered), seq: md.Sequence.Stream,
+		msg: msg, queue: queue, attempt: int(md.NumDelivered), seq: md.Sequence.Stream, published: md.Timestamp,
 	}
 	job, rejectErr := w.v.DecodeJob(msg.Data())
 	if rejectErr == nil {
@@ -384,6 +384,8 @@ type delivery struct {
 	env     *runEnv
 	claimed bool // the state store says this attempt runs the job
 	started time.Time
+	// published is when the job was published (for the queue wait metric).
+	published time.Time
 	// ended records the end of the attempt in the metrics, once: at the
 	// moment its outcome is stored, or as "lost" when nothing was.
 	ended func(status string)
@@ -436,7 +438,7 @@ func (w *Worker) reject(d delivery, cause error) {
 	}
 	res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
 	w.markDead(ctx, d.env, d.queue, d.seq, res)
-	w.cfg.Metrics.rejected(d.queue)
+	w.cfg.Metrics.rejected(d.queue, cause)
 }
 
 // refuseCopy dead-letters a message whose job id another message holds,
@@ -454,7 +456,7 @@ func (w *Worker) refuseCopy(d delivery, cause error) {
 	if err := d.msg.TermWithReason(reason); err != nil {
 		w.log.Warn("term failed", "job", d.id, "err", err)
 	}
-	w.cfg.Metrics.rejected(d.queue)
+	w.cfg.Metrics.rejected(d.queue, cause)
 }
 
 // markDead records a dead job's state and terminal event, unless its state
@@ -798,6 +800,9 @@ func (w *Worker) owned(d delivery, cur *State) error {
 func (w *Worker) startAttempt(d *delivery) {
 	d.started = time.Now()
 	w.cfg.Metrics.jobStarted(d.queue)
+	if d.attempt == 1 {
+		w.cfg.Metrics.queueWaited(d.queue, d.started.Sub(d.published))
+	}
 	var once sync.Once
 	queue, started := d.queue, d.started
 	d.ended = func(status string) {
