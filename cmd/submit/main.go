@@ -73,7 +73,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			cmd, rest = k, args[1:]
 		}
 	}
+	var endTrace func(int, error)
+	c.ctx, endTrace = startTrace(c.ctx, cmd.name, stderr)
 	code, err := c.runCommand(cmd, rest)
+	endTrace(code, err)
 	if c.nc != nil {
 		c.nc.Close()
 	}

@@ -438,6 +438,13 @@ A JETAGENT_LISTEN beyond loopback (e.g. 0.0.0.0:4222) is refused unless
 one of these authenticates clients. NATS_CREDS (operator/JWT mode) needs
 an external server (NATS_URL).
 
+Traces (OpenTelemetry, GenAI conventions: a span per job attempt, model
+request and tool call) are exported over OTLP/HTTP only when
+OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set;
+the SDK reads the other OTEL_* variables itself (OTEL_SERVICE_NAME,
+default jetagent-worker; OTEL_EXPORTER_OTLP_HEADERS, ...). A traceparent
+header on a job message makes the job span its child.
+
 Environment (variable, default, meaning):
 
 `)

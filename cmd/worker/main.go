@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/agentrun"
@@ -189,6 +190,25 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			return err
 		}
 		defer stopMetrics()
+	}
+
+	// Traces: exported over OTLP only when the standard OTEL_* endpoint
+	// variables say where (telemetry.TracingEnabled); flushed at exit.
+	if telemetry.TracingEnabled(os.Getenv) {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "err", err) }))
+		tp, stopTracing, err := telemetry.StartTracing(ctx, "jetagent-worker", os.Getenv)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := stopTracing(fctx); err != nil {
+				log.Warn("tracing: flush at exit failed", "err", err)
+			}
+		}()
+		measured = telemetry.NewTracing(tp, telemetry.Options{DefaultModel: s.OpenAI.Model, Pool: pool}).Runner(measured)
+		log.Info("tracing: exporting spans over OTLP")
 	}
 
 	jc := s.jobsConfig()

@@ -89,7 +89,8 @@ func (c *Client) SubmitRaw(ctx context.Context, data []byte) (*Receipt, error) {
 
 // Submit gives the job an id (a ULID) when it has none, validates it,
 // records it as queued and publishes it on agent.jobs.<queue> with
-// Nats-Msg-Id = id. Submitting an id again is safe: within the duplicate
+// Nats-Msg-Id = id, and the W3C trace context of ctx's span when it has
+// one (the job's span in the worker is then its child). Submitting an id again is safe: within the duplicate
 // window the stream drops the copy, and an id whose state is final is not
 // published at all; both come back with Duplicate set.
 func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
@@ -126,6 +127,7 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	}
 	m := nats.NewMsg(c.names.JobsSubject(j.Queue))
 	m.Data = data
+	injectTraceContext(ctx, m.Header) // the caller's span, if any, parents the job's (see tracecontext.go)
 	ack, err := c.topo.JS.PublishMsg(ctx, m, jetstream.WithMsgID(j.ID))
 	if err != nil {
 		if created {

@@ -423,29 +423,23 @@ func oneLine(s string) string {
 
 // reject dead-letters a job refused at the door.
 func (w *Worker) reject(d delivery, cause error) {
-	reason := cutReason(oneLine(cause.Error()))
-	w.log.Warn("job rejected", "job", d.id, "queue", d.queue, "reason", reason)
-	ctx, cancel := opContext()
-	defer cancel()
-	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
-		// Not copied, so not dropped: try again later.
-		w.log.Error("dead-letter copy failed; handing the job back", "job", d.id, "err", err)
-		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
-		return
-	}
-	if err := d.msg.TermWithReason(reason); err != nil {
-		w.log.Warn("term failed", "job", d.id, "err", err)
-	}
-	res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
-	w.markDead(ctx, d.env, d.queue, d.seq, res)
-	w.cfg.Metrics.rejected(d.queue, cause)
+	w.log.Warn("job rejected", "job", d.id, "queue", d.queue, "reason", oneLine(cause.Error()))
+	w.deadLetterDelivery(d, cause, true)
 }
 
 // refuseCopy dead-letters a message whose job id another message holds,
 // leaving that job's state and events alone.
 func (w *Worker) refuseCopy(d delivery, cause error) {
+	w.log.Warn("job copy refused", "job", d.id, "queue", d.queue, "reason", oneLine(cause.Error()))
+	w.deadLetterDelivery(d, cause, false)
+}
+
+// deadLetterDelivery copies a delivery to the dead-letter stream with
+// cause as its reason and terminates it; markState also records the job
+// as dead. A copy that fails hands the delivery back: not copied, so not
+// dropped.
+func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 	reason := cutReason(oneLine(cause.Error()))
-	w.log.Warn("job copy refused", "job", d.id, "queue", d.queue, "reason", reason)
 	ctx, cancel := opContext()
 	defer cancel()
 	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
@@ -455,6 +449,10 @@ func (w *Worker) refuseCopy(d delivery, cause error) {
 	}
 	if err := d.msg.TermWithReason(reason); err != nil {
 		w.log.Warn("term failed", "job", d.id, "err", err)
+	}
+	if markState {
+		res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
+		w.markDead(ctx, d.env, d.queue, d.seq, res)
 	}
 	w.cfg.Metrics.rejected(d.queue, cause)
 }
@@ -664,7 +662,7 @@ func (w *Worker) run(d delivery) {
 	}
 
 	errTimeout := fmt.Errorf("job timed out after %s", timeout)
-	runCtx, cancelRun := context.WithTimeoutCause(jobCtx, timeout, errTimeout)
+	runCtx, cancelRun := context.WithTimeoutCause(withMessageHeader(jobCtx, d.msg.Headers()), timeout, errTimeout)
 	hbDone := w.heartbeat(d, me)
 	out, runErr := w.callRunner(runCtx, d.job, env)
 	cause := context.Cause(runCtx)

@@ -146,7 +146,7 @@ func (e *observedEnv) observe(typ string, round int, d map[string]any) {
 		if tool == "" {
 			tool, _ = d["name"].(string)
 		}
-		server := e.server(tool)
+		server := serverOf(e.m.opts.Pool, tool)
 		outcome := "ok"
 		if failed, _ := d["error"].(bool); failed {
 			outcome = "error"
@@ -168,12 +168,13 @@ func (e *observedEnv) observe(typ string, round int, d map[string]any) {
 	}
 }
 
-// server names the server of a tool by its model-facing name.
-func (e *observedEnv) server(tool string) string {
+// serverOf names the server of a tool by its model-facing name (pool may
+// be nil: no MCP servers).
+func serverOf(p *toolcache.Pool, tool string) string {
 	if slices.Contains(agentloop.BuiltinTools(), tool) {
 		return ServerBuiltin
 	}
-	if p := e.m.opts.Pool; p != nil {
+	if p != nil {
 		if t, ok := p.Registry().Get(tool); ok {
 			return t.Server
 		}

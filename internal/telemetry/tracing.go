@@ -1,0 +1,334 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/jobs"
+)
+
+// Traces: one span per job attempt, with a child per model request and per
+// tool call, named and attributed after the OpenTelemetry GenAI semantic
+// conventions.
+//
+// The child spans are built from the job's events, as the metrics are, not
+// by instrumenting the loop: the loop already emits an event right before
+// and right after each model request (llm.request, llm.response) and each
+// tool call (tool.call, tool.result), carrying what the conventions ask for
+// (tokens, finish reason, tool and call id, error). Reading them here keeps
+// agentloop, llm and toolcache free of tracing, and the spans agree with
+// what `submit watch` shows. A span starts when its opening event is
+// emitted and ends at its closing event, so its times are the events'.
+
+// Attribute keys (GenAI semantic conventions, plus jetagent's own).
+const (
+	attrOperation     = attribute.Key("gen_ai.operation.name")
+	attrProvider      = attribute.Key("gen_ai.provider.name")
+	attrSystem        = attribute.Key("gen_ai.system") // the older name of gen_ai.provider.name, for older backends
+	attrRequestModel  = attribute.Key("gen_ai.request.model")
+	attrInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
+	attrOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	attrCachedTokens  = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	attrFinishReasons = attribute.Key("gen_ai.response.finish_reasons")
+	attrToolName      = attribute.Key("gen_ai.tool.name")
+	attrToolCallID    = attribute.Key("gen_ai.tool.call.id")
+	attrToolType      = attribute.Key("gen_ai.tool.type")
+	attrErrorType     = attribute.Key("error.type")
+
+	AttrJobID       = attribute.Key("jetagent.job.id")
+	AttrJobAttempt  = attribute.Key("jetagent.job.attempt")
+	AttrJobQueue    = attribute.Key("jetagent.job.queue")
+	AttrJobStatus   = attribute.Key("jetagent.job.status")
+	AttrWorker      = attribute.Key("jetagent.worker.id")
+	attrStopReason  = attribute.Key("jetagent.job.stop_reason")
+	attrRound       = attribute.Key("jetagent.round")
+	attrRetry       = attribute.Key("jetagent.retry")
+	attrToolServer  = attribute.Key("jetagent.tool.server")
+	attrModelCalled = attribute.Key("jetagent.tool.called_as") // the model-facing name (call_tool) of an indirect call
+	attrToolDefToks = attribute.Key("jetagent.tool_def_tokens")
+)
+
+// Provider is gen_ai.provider.name of the model requests: the worker
+// speaks the OpenAI chat-completions API (internal/llm, openai-go).
+const Provider = "openai"
+
+// Job span status values (AttrJobStatus): how the attempt's runner ended.
+// The worker decides what the job's state becomes (a cancelled or timed
+// out attempt is "interrupted" here).
+const (
+	StatusSucceeded   = "succeeded"
+	StatusFailed      = "failed"
+	StatusRetry       = "retry"       // a retryable error: the worker may hand the job back
+	StatusInterrupted = "interrupted" // cancelled, timed out or handed back at shutdown
+)
+
+// TracingEnabled reports whether traces are to be exported, from the
+// standard variables read through getenv (os.Getenv): only when
+// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set,
+// and neither OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none says
+// otherwise. Everything else (headers, protocol details, service name,
+// sampler) the SDK reads from the environment itself.
+func TracingEnabled(getenv func(string) string) bool {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") ||
+		strings.EqualFold(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")), "none") {
+		return false
+	}
+	return strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != "" ||
+		strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) != ""
+}
+
+// StartTracing returns the process's tracer provider: an OTLP/HTTP exporter
+// configured by the standard OTEL_* variables when TracingEnabled(getenv),
+// else a no-op provider (no exporter, nothing recorded). service is the
+// default service.name (OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win).
+// Call shutdown on exit: it flushes the spans not yet exported.
+func StartTracing(ctx context.Context, service string, getenv func(string) string) (
+	tp trace.TracerProvider, shutdown func(context.Context) error, err error) {
+	if !TracingEnabled(getenv) {
+		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
+	}
+	sdk, err := NewTracerProvider(ctx, service)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sdk, sdk.Shutdown, nil
+}
+
+// NewTracerProvider builds an SDK tracer provider exporting over OTLP/HTTP
+// in batches. opts override what the exporter reads from the environment
+// (tests give the endpoint of an in-process receiver).
+func NewTracerProvider(ctx context.Context, service string, opts ...otlptracehttp.Option) (*sdktrace.TracerProvider, error) {
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP trace exporter: %w", err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", service)),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+	)
+	if err != nil && res == nil {
+		_ = exp.Shutdown(ctx)
+		return nil, fmt.Errorf("telemetry: trace resource: %w", err)
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// Tracing makes the spans of the jobs a runner runs. Use Runner.
+type Tracing struct {
+	tracer trace.Tracer
+	opts   Options
+}
+
+// TracerName is the instrumentation scope of jetagent's spans.
+const TracerName = "github.com/jetagent/jetagent"
+
+// NewTracing traces jobs with tp; opts name the default model and, with a
+// Pool, the server of each tool (jetagent.tool.server). A nil tp traces
+// nothing.
+func NewTracing(tp trace.TracerProvider, opts Options) *Tracing {
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	return &Tracing{tracer: tp.Tracer(TracerName), opts: opts}
+}
+
+// Runner wraps r so each attempt it runs is a span ("job <queue>", kind
+// consumer), the child of the trace context in the job message's headers
+// (jobs.MessageHeader: a submitter's span) when there is one, with the
+// attempt's model requests and tool calls as its children.
+func (t *Tracing) Runner(r jobs.Runner) jobs.Runner {
+	return jobs.RunnerFunc(func(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
+		model := job.Model
+		if model == "" {
+			model = t.opts.DefaultModel
+		}
+		queue := job.Queue
+		if queue == "" {
+			queue = jobs.DefaultQueue
+		}
+		parent := propagation.TraceContext{}.Extract(ctx, jobs.HeaderCarrier(jobs.MessageHeader(ctx)))
+		ctx, span := t.tracer.Start(parent, "job "+queue, trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(
+				attrOperation.String("invoke_agent"),
+				attrProvider.String(Provider),
+				attrRequestModel.String(model),
+				AttrJobID.String(job.ID),
+				AttrJobAttempt.Int(env.Attempt()),
+				AttrJobQueue.String(queue),
+				AttrWorker.String(env.WorkerID()),
+			))
+		te := &tracedEnv{RunEnv: env, t: t, ctx: ctx, model: model,
+			requests: map[[2]int]trace.Span{}, calls: map[string]trace.Span{}}
+		out, err := r.Run(ctx, job, te)
+		te.endOpen("the attempt ended first")
+		status := StatusSucceeded
+		switch {
+		case err == nil:
+			span.SetStatus(codes.Ok, "")
+		case ctx.Err() != nil:
+			status = StatusInterrupted
+			span.SetStatus(codes.Error, context.Cause(ctx).Error())
+		case jobs.IsRetryable(err):
+			status = StatusRetry
+			span.SetStatus(codes.Error, err.Error())
+		default:
+			status = StatusFailed
+			span.SetStatus(codes.Error, err.Error())
+		}
+		if err != nil {
+			span.RecordError(err)
+		}
+		span.SetAttributes(AttrJobStatus.String(status))
+		if out != nil {
+			span.SetAttributes(
+				attrStopReason.String(out.StopReason),
+				attrInputTokens.Int64(out.Usage.PromptTokens),
+				attrOutputTokens.Int64(out.Usage.CompletionTokens),
+			)
+		}
+		span.End()
+		return out, err
+	})
+}
+
+// tracedEnv turns a job's events into spans on their way out.
+type tracedEnv struct {
+	jobs.RunEnv
+	t     *Tracing
+	ctx   context.Context // the job span's: the parent of every child span
+	model string
+
+	mu       sync.Mutex
+	requests map[[2]int]trace.Span // open model requests by round and retry
+	calls    map[string]trace.Span // open tool calls by call id
+}
+
+func (e *tracedEnv) Emit(ctx context.Context, typ string, round int, data any) error {
+	if d, ok := data.(map[string]any); ok {
+		e.observe(typ, round, d)
+	}
+	return e.RunEnv.Emit(ctx, typ, round, data)
+}
+
+func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch typ {
+	case agentloop.EventLLMRequest:
+		key := [2]int{round, num(d["retry"])}
+		if old := e.requests[key]; old != nil {
+			endFailed(old, "superseded")
+		}
+		mode, _ := d["mode"].(string)
+		_, span := e.t.tracer.Start(e.ctx, "chat "+e.model, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(
+				attrOperation.String("chat"),
+				attrProvider.String(Provider),
+				attrSystem.String(Provider),
+				attrRequestModel.String(e.model),
+				attrRound.Int(round),
+				attrRetry.Int(key[1]),
+				attrToolDefToks.Int(num(d["tool_def_tokens"])),
+				attribute.String("jetagent.tool_mode", mode),
+			))
+		e.requests[key] = span
+	case agentloop.EventLLMResponse:
+		key := [2]int{round, num(d["retry"])}
+		span := e.requests[key]
+		if span == nil {
+			return
+		}
+		delete(e.requests, key)
+		reason, _ := d["finish_reason"].(string)
+		span.SetAttributes(
+			attrInputTokens.Int(num(d["prompt_tokens"])),
+			attrOutputTokens.Int(num(d["completion_tokens"])),
+			attrCachedTokens.Int(num(d["cached_prompt_tokens"])),
+			attrFinishReasons.StringSlice([]string{reason}),
+		)
+		span.SetStatus(codes.Ok, "")
+		span.End()
+	case agentloop.EventToolCall:
+		id, _ := d["call_id"].(string)
+		name, _ := d["name"].(string)
+		if old := e.calls[id]; old != nil {
+			endFailed(old, "superseded")
+		}
+		_, span := e.t.tracer.Start(e.ctx, "execute_tool "+name, trace.WithAttributes(
+			attrOperation.String("execute_tool"),
+			attrToolName.String(name),
+			attrToolCallID.String(id),
+			attrToolType.String("function"),
+			attrRound.Int(round),
+		))
+		e.calls[id] = span
+	case agentloop.EventToolResult:
+		id, _ := d["call_id"].(string)
+		span := e.calls[id]
+		if span == nil {
+			return
+		}
+		delete(e.calls, id)
+		name, _ := d["name"].(string)
+		tool, _ := d["tool"].(string)
+		if tool != "" && tool != name {
+			// An indirect call (call_tool): the span is the real tool's.
+			span.SetName("execute_tool " + tool)
+			span.SetAttributes(attrToolName.String(tool), attrModelCalled.String(name))
+		} else {
+			tool = name
+		}
+		span.SetAttributes(attrToolServer.String(serverOf(e.t.opts.Pool, tool)))
+		if failed, _ := d["error"].(bool); failed {
+			span.SetAttributes(attrErrorType.String("tool_error"))
+			span.SetStatus(codes.Error, "the tool returned an error")
+		} else {
+			span.SetStatus(codes.Ok, "")
+		}
+		span.End()
+	case agentloop.EventLoopOutcome:
+		why, _ := d["error"].(string)
+		if why == "" {
+			why = "no reply before the loop ended"
+		}
+		e.endOpenLocked(why)
+	}
+}
+
+// endOpen ends the spans still open (a request the loop ended on, a call
+// whose result never came) as failed.
+func (e *tracedEnv) endOpen(why string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.endOpenLocked(why)
+}
+
+func (e *tracedEnv) endOpenLocked(why string) {
+	for k, s := range e.requests {
+		endFailed(s, why)
+		delete(e.requests, k)
+	}
+	for k, s := range e.calls {
+		endFailed(s, why)
+		delete(e.calls, k)
+	}
+}
+
+func endFailed(s trace.Span, why string) {
+	s.SetAttributes(attrErrorType.String("incomplete"))
+	s.SetStatus(codes.Error, why)
+	s.End()
+}
