@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -19,24 +17,6 @@ import (
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
-
-// syncBuffer is a log sink safe for the worker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A job that asks an MCP server for its environment (server-everything's
 // get-env) learns nothing of the worker's: no API key, NATS credential or
@@ -75,7 +55,7 @@ func TestJobsCannotReadTheWorkersSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan *nats.Conn, 1)
 	done := make(chan error, 1)
