@@ -363,6 +363,7 @@ func (w *Worker) handle(queue string, msg jetstream.Msg) {
 		}
 	}
 	d.id = jobID(msg.Data(), msg.Headers(), d.seq)
+	d.log = w.log.With("job", d.id, "attempt", d.attempt)
 	d.env = &runEnv{w: w, jobID: d.id, attempt: d.attempt, fenced: new(atomic.Bool)}
 	if rejectErr != nil {
 		w.reject(d, rejectErr)
@@ -386,6 +387,8 @@ type delivery struct {
 	started time.Time
 	// published is when the job was published (for the queue wait metric).
 	published time.Time
+	// log carries the job id and attempt on every line about the delivery.
+	log *slog.Logger
 	// ended records the end of the attempt in the metrics, once: at the
 	// moment its outcome is stored, or as "lost" when nothing was.
 	ended func(status string)
@@ -423,14 +426,14 @@ func oneLine(s string) string {
 
 // reject dead-letters a job refused at the door.
 func (w *Worker) reject(d delivery, cause error) {
-	w.log.Warn("job rejected", "job", d.id, "queue", d.queue, "reason", oneLine(cause.Error()))
+	d.log.Warn("job rejected", "queue", d.queue, "reason", oneLine(cause.Error()))
 	w.deadLetterDelivery(d, cause, true)
 }
 
 // refuseCopy dead-letters a message whose job id another message holds,
 // leaving that job's state and events alone.
 func (w *Worker) refuseCopy(d delivery, cause error) {
-	w.log.Warn("job copy refused", "job", d.id, "queue", d.queue, "reason", oneLine(cause.Error()))
+	d.log.Warn("job copy refused", "queue", d.queue, "reason", oneLine(cause.Error()))
 	w.deadLetterDelivery(d, cause, false)
 }
 
@@ -443,12 +446,12 @@ func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 	ctx, cancel := opContext()
 	defer cancel()
 	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
-		w.log.Error("dead-letter copy failed; handing the job back", "job", d.id, "err", err)
+		d.log.Error("dead-letter copy failed; handing the job back", "err", err)
 		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
 		return
 	}
 	if err := d.msg.TermWithReason(reason); err != nil {
-		w.log.Warn("term failed", "job", d.id, "err", err)
+		d.log.Warn("term failed", "err", err)
 	}
 	if markState {
 		res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
@@ -564,7 +567,7 @@ func (w *Worker) run(d delivery) {
 	w.mu.Unlock()
 	if here {
 		// Redelivered to the worker already running it: that attempt holds it.
-		w.log.Info("job already running here; handing the delivery back", "job", d.id, "attempt", d.attempt)
+		d.log.Info("job already running here; handing the delivery back")
 		_ = d.msg.NakWithDelay(w.ackWait())
 		return
 	}
@@ -578,13 +581,13 @@ func (w *Worker) run(d delivery) {
 	if owner, err := w.liveOwner(ctx, d); err != nil || owner != nil {
 		cancel()
 		if err != nil {
-			w.log.Error("claim failed; handing the job back", "job", d.id, "err", err)
+			d.log.Error("claim failed; handing the job back", "err", err)
 			_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
 			return
 		}
 		// Redelivered while its attempt is alive (a NATS restart, heartbeats
 		// late under load): never two attempts at once.
-		w.log.Warn("job held by a live attempt; handing the delivery back", "job", d.id, "attempt", d.attempt,
+		d.log.Warn("job held by a live attempt; handing the delivery back",
 			"holder", owner.Worker, "holder_attempt", owner.Attempt)
 		_ = d.msg.NakWithDelay(w.ackWait())
 		return
@@ -617,7 +620,7 @@ func (w *Worker) run(d delivery) {
 	switch {
 	case errors.Is(err, errFinal):
 		// A redelivery of a finished job (its ack was lost): done already.
-		w.log.Info("not running job", "job", d.id, "attempt", d.attempt, "why", err)
+		d.log.Info("not running job", "why", err)
 		_ = d.msg.Ack()
 		return
 	case errors.Is(err, errDuplicate), errors.Is(err, errReused):
@@ -633,7 +636,7 @@ func (w *Worker) run(d delivery) {
 		w.settle(d, nil, StatusCancelled, "cancelled before it ran")
 		return
 	case err != nil:
-		w.log.Error("claim failed; handing the job back", "job", d.id, "err", err)
+		d.log.Error("claim failed; handing the job back", "err", err)
 		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
 		return
 	}
@@ -654,11 +657,11 @@ func (w *Worker) run(d delivery) {
 		started["notes"] = notes
 	}
 	if err := env.Emit(jobCtx, EventStarted, 0, started); err != nil {
-		w.log.Warn("event publish failed", "job", d.id, "err", err)
+		d.log.Warn("event publish failed", "err", err)
 	}
-	w.log.Info("job started", "job", d.id, "queue", d.queue, "attempt", d.attempt)
+	d.log.Info("job started", "queue", d.queue)
 	for _, n := range notes {
-		w.log.Warn("job setting not applied as given", "job", d.id, "attempt", d.attempt, "note", n)
+		d.log.Warn("job setting not applied as given", "note", n)
 	}
 
 	errTimeout := fmt.Errorf("job timed out after %s", timeout)
@@ -673,7 +676,7 @@ func (w *Worker) run(d delivery) {
 	case me.fenced.Load():
 		// Another attempt may hold the job: touch neither its state nor
 		// the delivery (d.ended records the attempt as lost).
-		w.log.Warn("attempt fenced; leaving the job", "job", d.id, "attempt", d.attempt, "why", context.Cause(jobCtx))
+		d.log.Warn("attempt fenced; leaving the job", "why", context.Cause(jobCtx))
 	case runErr == nil:
 		w.settle(d, out, StatusSucceeded, "")
 	case errors.Is(cause, errCancelRequested):
@@ -753,7 +756,7 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 						err = w.cfg.Conn.FlushTimeout(min(w.cfg.Heartbeat/2, 5*time.Second))
 					}
 					if err != nil {
-						w.log.Warn("heartbeat failed", "job", d.id, "err", err)
+						d.log.Warn("heartbeat failed", "err", err)
 						delivered = false
 					}
 				}
@@ -825,7 +828,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		}
 		if len(out.Messages) > 0 {
 			if err := w.storeTranscripts(ctx, d, out, finished); err != nil {
-				w.log.Error("transcript store failed", "job", d.id, "err", err)
+				d.log.Error("transcript store failed", "err", err)
 			} else {
 				res.Transcript = TranscriptName(d.id)
 			}
@@ -854,7 +857,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		// A long answer or error: store it beside the transcript and keep
 		// a preview with a reference, or the state could never be written.
 		if oerr := w.offloadResult(ctx, res); oerr != nil {
-			w.log.Error("result store failed; handing the job back", "job", d.id, "err", oerr)
+			d.log.Error("result store failed; handing the job back", "err", oerr)
 			_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
 			return
 		}
@@ -863,7 +866,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	}
 	if err != nil {
 		// Someone else holds the job now: leave the delivery to them.
-		w.log.Warn("job settled elsewhere; leaving it", "job", d.id, "status", status, "err", err)
+		d.log.Warn("job settled elsewhere; leaving it", "status", status, "err", err)
 		return
 	}
 	d.ended(string(status))
@@ -873,17 +876,17 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		// repeat every call. A checkpoint left by a crash here is harmless
 		// (a finished job never runs again).
 		if err := w.topo.Transcripts.Delete(ctx, CheckpointName(d.id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			w.log.Warn("checkpoint delete failed", "job", d.id, "err", err)
+			d.log.Warn("checkpoint delete failed", "err", err)
 		}
 	}
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
-		w.log.Error("event publish failed", "job", d.id, "err", err)
+		d.log.Error("event publish failed", "err", err)
 	}
 	if err := d.msg.DoubleAck(ctx); err != nil {
 		// The state is final, so a redelivery is acked without running.
-		w.log.Warn("ack failed", "job", d.id, "err", err)
+		d.log.Warn("ack failed", "err", err)
 	}
-	w.log.Info("job finished", "job", d.id, "status", status, "attempt", d.attempt, "error", errText)
+	d.log.Info("job finished", "status", status, "error", errText)
 }
 
 // storeTranscripts puts the reflected and the raw transcript.
@@ -925,7 +928,7 @@ func (w *Worker) handBack(d delivery, eventType, why string, delay time.Duration
 		return cur, nil
 	})
 	if err != nil {
-		w.log.Warn("job moved elsewhere; leaving it", "job", d.id, "err", err)
+		d.log.Warn("job moved elsewhere; leaving it", "err", err)
 		return
 	}
 	if eventType == EventRequeued {
@@ -934,12 +937,12 @@ func (w *Worker) handBack(d delivery, eventType, why string, delay time.Duration
 		d.ended("retry")
 	}
 	if err := d.env.Emit(ctx, eventType, 0, map[string]any{"reason": why, "delay_ms": delay.Milliseconds()}); err != nil {
-		w.log.Error("event publish failed", "job", d.id, "err", err)
+		d.log.Error("event publish failed", "err", err)
 	}
 	if err := d.msg.NakWithDelay(delay); err != nil {
-		w.log.Warn("nak failed; the job comes back after its ack wait", "job", d.id, "err", err)
+		d.log.Warn("nak failed; the job comes back after its ack wait", "err", err)
 	}
-	w.log.Info("job handed back", "job", d.id, "attempt", d.attempt, "why", why, "delay", delay)
+	d.log.Info("job handed back", "why", why, "delay", delay)
 }
 
 // exhausted dead-letters a job whose last allowed attempt failed with a
@@ -949,7 +952,7 @@ func (w *Worker) exhausted(d delivery, runErr error) {
 	defer cancel()
 	reason := cutReason(oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.cfg.Topology.MaxDeliver, runErr)))
 	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
-		w.log.Error("dead-letter copy failed; handing the job back", "job", d.id, "err", err)
+		d.log.Error("dead-letter copy failed; handing the job back", "err", err)
 		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
 		return
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -472,4 +474,59 @@ func TestTranscriptOfARunnerThatDoesNotReflect(t *testing.T) {
 			t.Errorf("transcript raw=%v: reflected=%v, %d messages", raw, tr.Reflected, len(tr.Messages))
 		}
 	}
+}
+
+// Every log line about a job carries its id and attempt.
+func TestJobLogLinesCarryIDAndAttempt(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, startServer(t))
+	var buf lockedLog
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	startWorker(t, nc, Config{Runner: newTestRunner(), Logger: log})
+	c := newClient(t, nc)
+	ctx := natstest.Context(t)
+	for _, task := range []string{"echo:x", "fail:boom"} {
+		rc, err := c.Submit(ctx, &Job{Task: task})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Watch(ctx, rc.ID, func(Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := 0
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if _, ok := rec["job"]; !ok {
+			continue
+		}
+		lines++
+		if _, ok := rec["attempt"]; !ok {
+			t.Errorf("log line without attempt: %s", line)
+		}
+	}
+	if lines < 3 { // two starts and a finish at least: the last finish may follow the event
+		t.Errorf("%d log lines about jobs:\n%s", lines, buf.String())
+	}
+}
+
+// lockedLog is a log sink a test reads while the worker writes.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
