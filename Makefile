@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all build setup test test-go conformance vet lint demo bench tokens clean
+.PHONY: all build setup test test-go conformance vet lint demo bench bench-go tokens clean
 
 all: build
 
@@ -42,7 +42,15 @@ test: setup vet test-go conformance
 demo: build
 	bin/demo
 
+# bench measures this machine in one run and prints a table (cmd/bench:
+# raw JetStream, the worker end to end, NATS operations per job, a slow
+# model against Little's law, the toolcache call and search benchmarks);
+# docs/BENCHMARKS.md "make bench" has a run. About 1-2 minutes on 2 cores.
 bench:
+	$(GO) run ./cmd/bench
+
+# bench-go runs every Go benchmark of the module.
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 # tokens prints the tool-definition tokens of one request per mode for every

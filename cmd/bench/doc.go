@@ -1,0 +1,35 @@
+// Command bench measures jetagent on this machine in one run and prints a
+// table (`make bench`; --json for the same numbers as JSON). Everything runs
+// in this process except the MCP server:
+//
+//   - raw: the JetStream limit with the worker's own stream settings — a
+//     stream and consumer made by jobs.EnsureTopology (prefix "rawbench") on
+//     the same embedded server: synchronous publish (with a Nats-Msg-Id, as
+//     jobs.Client.Submit sends), asynchronous publish, and pull-consume
+//     (Fetch batches of 100) with an ack per message.
+//   - e2e: the real worker pipeline — jobs.Worker + agentrun.Runner +
+//     agentloop + a toolcache pool whose one server is the bundled
+//     examples/mcpserver built as a binary and spoken to over stdio — against
+//     the scripted model of internal/llm/llmtest. Each job takes two model
+//     requests (a tool call of "add", then the answer) and one MCP
+//     tools/call. "concurrency C" means C jobs kept in flight by C
+//     closed-loop submitters (jobs.Client.Submit, then the job's terminal
+//     state seen on one watch of the state bucket), with every worker's
+//     Concurrency set to C. Latency is from Submit to that state. Each row
+//     has its own embedded NATS (jobs.StartEmbedded in a temporary
+//     directory, in-process connections) and its own worker processes'
+//     pools, after a short warm-up.
+//   - NATS operations per job: the embedded server's message counters
+//     (server.Varz in_msgs and out_msgs, which count every message clients
+//     of this process — workers and submitter — published to the server and
+//     the server delivered to them, JetStream API requests and replies,
+//     KV/object-store traffic, acks, heartbeats and pull requests included)
+//     after the warm-up and after the last job, divided by the jobs.
+//   - model latency: the same pipeline with a model that answers after a
+//     timer (200 ms by default), against Little's law: C jobs in flight
+//     and two model requests per job allow at most C / (2 × latency) jobs/s.
+//
+// The pooled-vs-bare-vs-spawned MCP call and the tool-search scale are the
+// toolcache benchmarks (internal/toolcache/bench_test.go); --toolcache runs
+// them through `go test` and appends their output.
+package main

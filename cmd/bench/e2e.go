@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/agentrun"
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// E2ERow is one end-to-end measurement.
+type E2ERow struct {
+	Workers       int     `json:"workers"`
+	Concurrency   int     `json:"concurrency"`
+	ModelLatency  string  `json:"model_latency"`
+	Jobs          int     `json:"jobs"`
+	Failed        int     `json:"failed"`
+	JobsPerSec    float64 `json:"jobs_per_s"`
+	P50ms         float64 `json:"p50_ms"`
+	P99ms         float64 `json:"p99_ms"`
+	InMsgsPerJob  float64 `json:"nats_in_msgs_per_job"`
+	OutMsgsPerJob float64 `json:"nats_out_msgs_per_job"`
+	// LittleBound is C / (2 × model latency), jobs/s (model-latency rows).
+	LittleBound float64 `json:"littles_law_bound_jobs_per_s,omitempty"`
+}
+
+type e2eSetup struct {
+	dir, mcp            string
+	workers, conc, jobs int
+	delay               time.Duration
+}
+
+// script answers a job's first request with a call of the "add" tool and
+// the second, which carries the tool's result, with the answer.
+func script(delay time.Duration) func(llmtest.RecordedRequest) llmtest.Reply {
+	return func(req llmtest.RecordedRequest) llmtest.Reply {
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			<-t.C
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleTool {
+			return llmtest.Reply{Content: "3"}
+		}
+		name := "add"
+		for _, t := range req.Tools {
+			if t.Name == "add" || strings.HasSuffix(t.Name, "__add") {
+				name = t.Name
+			}
+		}
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: name, Arguments: `{"a":1,"b":2}`}}}}
+	}
+}
+
+func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	ec := jobs.EmbeddedConfig{DataDir: su.dir}
+	ns, err := jobs.StartEmbedded(ec)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	model, err := llmtest.Start(llmtest.Script{Handler: script(su.delay)})
+	if err != nil {
+		return nil, err
+	}
+	defer model.Close()
+
+	// The workers, each with its own connection, pool (its own mcpserver
+	// process) and model client, as separate worker processes would have.
+	var stops []func() error
+	defer func() {
+		for _, stop := range slices.Backward(stops) {
+			err = errors.Join(err, stop())
+		}
+	}()
+	for i := range su.workers {
+		nc, err := jobs.ConnectEmbedded(ns, ec, fmt.Sprintf("bench-worker-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, func() error { nc.Close(); return nil })
+		pool, err := toolcache.NewPool(ctx, toolcache.Config{Servers: map[string]toolcache.ServerConfig{
+			"example": {Command: su.mcp},
+		}}, toolcache.WithLogger(quiet))
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, pool.Close)
+		mc, err := llm.New(llm.Config{BaseURL: model.URL(), APIKey: "scripted", Model: "scripted"})
+		if err != nil {
+			return nil, err
+		}
+		loop, err := agentloop.New(agentloop.Config{LLM: mc})
+		if err != nil {
+			return nil, err
+		}
+		runner, err := agentrun.New(agentrun.Config{Loop: loop, Pool: pool, Model: "scripted", Logger: quiet})
+		if err != nil {
+			return nil, err
+		}
+		w, err := jobs.NewWorker(jobs.Config{Conn: nc, Runner: runner, Concurrency: su.conc,
+			KnownServer: pool.HasServer, Admit: agentrun.Admit, FetchWait: 250 * time.Millisecond,
+			WorkerID: fmt.Sprintf("bench-%d", i), ShutdownGrace: 5 * time.Second, Logger: quiet})
+		if err != nil {
+			return nil, err
+		}
+		wctx, wcancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- w.Run(wctx) }()
+		stops = append(stops, func() error { wcancel(); return <-done })
+		select {
+		case <-w.Ready():
+		case err := <-done:
+			return nil, fmt.Errorf("worker %d: %w", i, err)
+		case <-time.After(30 * time.Second):
+			return nil, fmt.Errorf("worker %d not ready after 30s", i)
+		}
+	}
+
+	// The submitter: its own connection, one watch of all states.
+	nc, err := jobs.ConnectEmbedded(ns, ec, "bench-submitter")
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	client, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
+	if err != nil {
+		return nil, err
+	}
+	finished, err := watchFinished(ctx, nc, client.Names())
+	if err != nil {
+		return nil, err
+	}
+
+	run := func(prefix string, n int) ([]time.Duration, int, error) {
+		var next atomic.Int64
+		lat := make([]time.Duration, n)
+		var failed atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, su.conc)
+		for range min(su.conc, n) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= n {
+						return
+					}
+					id := fmt.Sprintf("%s-%d", prefix, i)
+					ch := finished.expect(id)
+					t0 := time.Now()
+					if _, err := client.Submit(ctx, &jobs.Job{ID: id, Task: "What is 1 + 2?"}); err != nil {
+						errs <- fmt.Errorf("submit %s: %w", id, err)
+						return
+					}
+					select {
+					case st := <-ch:
+						lat[i] = time.Since(t0)
+						if st != jobs.StatusSucceeded {
+							failed.Add(1)
+						}
+					case <-time.After(2 * time.Minute):
+						errs <- fmt.Errorf("job %s not finished after 2 minutes", id)
+						return
+					case <-ctx.Done():
+						errs <- ctx.Err()
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		return lat, int(failed.Load()), <-errs
+	}
+
+	// Warm-up: connections, the pool's session, JIT-free but cache-warm.
+	warm := max(2*su.workers, min(su.conc, 32))
+	if _, _, err := run("warm", warm); err != nil {
+		return nil, err
+	}
+	before, err := ns.Varz(nil)
+	if err != nil {
+		return nil, err
+	}
+	in0, out0 := before.InMsgs, before.OutMsgs
+	start := time.Now()
+	lat, failed, err := run("job", su.jobs)
+	if err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	after, err := ns.Varz(nil)
+	if err != nil {
+		return nil, err
+	}
+	// Every job, warm-up included, took its two model requests.
+	if got, want := len(model.Requests()), 2*(warm+su.jobs); got != want {
+		return nil, fmt.Errorf("the model saw %d requests, want 2 per job (%d)", got, want)
+	}
+	slices.Sort(lat)
+	n := float64(su.jobs)
+	r := &E2ERow{Workers: su.workers, Concurrency: su.conc, ModelLatency: su.delay.String(), Jobs: su.jobs,
+		Failed: failed, JobsPerSec: n / elapsed.Seconds(),
+		P50ms: ms(quantile(lat, 0.50)), P99ms: ms(quantile(lat, 0.99)),
+		InMsgsPerJob: float64(after.InMsgs-in0) / n, OutMsgsPerJob: float64(after.OutMsgs-out0) / n}
+	if su.delay > 0 {
+		r.LittleBound = float64(su.conc) / (2 * su.delay.Seconds())
+	}
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// finishedWatch hands each expected job's terminal status to its waiter.
+type finishedWatch struct {
+	mu      sync.Mutex
+	waiting map[string]chan jobs.Status
+}
+
+func (f *finishedWatch) expect(id string) <-chan jobs.Status {
+	ch := make(chan jobs.Status, 1)
+	f.mu.Lock()
+	f.waiting[id] = ch
+	f.mu.Unlock()
+	return ch
+}
+
+// watchFinished watches every state update of the deployment: one watch
+// for all jobs, rather than one per job, so the submitter's own waiting
+// costs a few messages per job.
+func watchFinished(ctx context.Context, nc *nats.Conn, names jobs.Names) (*finishedWatch, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, names.StateBucket())
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, err
+	}
+	f := &finishedWatch{waiting: map[string]chan jobs.Status{}}
+	go func() {
+		defer w.Stop() //nolint:errcheck // the watch ends with ctx
+		for e := range w.Updates() {
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			var st jobs.State
+			if json.Unmarshal(e.Value(), &st) != nil || !st.Status.Terminal() {
+				continue
+			}
+			f.mu.Lock()
+			ch, ok := f.waiting[st.ID]
+			delete(f.waiting, st.ID)
+			f.mu.Unlock()
+			if ok {
+				ch <- st.Status
+			}
+		}
+	}()
+	return f, nil
+}
