@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -37,24 +38,33 @@ type E2ERow struct {
 	OutMsgsPerJob float64 `json:"nats_out_msgs_per_job"`
 	// LittleBound is C / (2 × model latency), jobs/s (model-latency rows).
 	LittleBound float64 `json:"littles_law_bound_jobs_per_s,omitempty"`
+	// Mem is set on the memory row only.
+	Mem *MemRow `json:"memory,omitempty"`
 }
 
 type e2eSetup struct {
 	dir, mcp            string
 	workers, conc, jobs int
 	delay               time.Duration
+	// hold > 0 measures memory instead: hold jobs held at their first
+	// model request at once (conc must be hold).
+	hold int
 }
 
 // script answers a job's first request with a call of the "add" tool and
 // the second, which carries the tool's result, with the answer.
-func script(delay time.Duration) func(llmtest.RecordedRequest) llmtest.Reply {
+func script(delay time.Duration, gate *atomic.Pointer[chan struct{}]) func(llmtest.RecordedRequest) llmtest.Reply {
 	return func(req llmtest.RecordedRequest) llmtest.Reply {
+		var block <-chan struct{}
+		if ch := gate.Load(); ch != nil {
+			block = *ch
+		}
 		if delay > 0 {
 			t := time.NewTimer(delay)
 			<-t.C
 		}
 		if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleTool {
-			return llmtest.Reply{Content: "3"}
+			return llmtest.Reply{Content: "3", Block: block}
 		}
 		name := "add"
 		for _, t := range req.Tools {
@@ -62,7 +72,7 @@ func script(delay time.Duration) func(llmtest.RecordedRequest) llmtest.Reply {
 				name = t.Name
 			}
 		}
-		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: name, Arguments: `{"a":1,"b":2}`}}}}
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: name, Arguments: `{"a":1,"b":2}`}}}, Block: block}
 	}
 }
 
@@ -71,12 +81,13 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
 	ec := jobs.EmbeddedConfig{DataDir: su.dir}
+	var gate atomic.Pointer[chan struct{}]
 	ns, err := jobs.StartEmbedded(ec)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	model, err := llmtest.Start(llmtest.Script{Handler: script(su.delay)})
+	model, err := llmtest.Start(llmtest.Script{Handler: script(su.delay, &gate)})
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +208,9 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 	if _, _, err := run("warm", warm); err != nil {
 		return nil, err
 	}
+	if su.hold > 0 {
+		return measureHeld(ctx, su, model, &gate, run, warm)
+	}
 	before, err := ns.Varz(nil)
 	if err != nil {
 		return nil, err
@@ -288,4 +302,55 @@ func watchFinished(ctx context.Context, nc *nats.Conn, names jobs.Names) (*finis
 		}
 	}()
 	return f, nil
+}
+
+// MemRow is the memory of jobs in flight.
+type MemRow struct {
+	Jobs int `json:"jobs"`
+	// HeapKBPerJob is the growth of the live heap (after a GC) with Jobs
+	// held at their first model request, divided by Jobs.
+	HeapKBPerJob float64 `json:"heap_kb_per_job"`
+	// GoroutinesPerJob is the growth in goroutines, divided by Jobs.
+	GoroutinesPerJob float64 `json:"goroutines_per_job"`
+}
+
+func measureHeld(ctx context.Context, su e2eSetup, model *llmtest.Server, gate *atomic.Pointer[chan struct{}],
+	run func(string, int) ([]time.Duration, int, error), warm int) (*E2ERow, error) {
+	release := make(chan struct{})
+	gate.Store(&release)
+	h0, g0 := liveHeap(), runtime.NumGoroutine()
+	done := make(chan error, 1)
+	go func() {
+		_, failed, err := run("held", su.hold)
+		if err == nil && failed > 0 {
+			err = fmt.Errorf("%d held jobs failed", failed)
+		}
+		done <- err
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err := model.WaitRequests(wctx, 2*warm+su.hold)
+	cancel()
+	var h1 uint64
+	var g1 int
+	if err == nil {
+		h1, g1 = liveHeap(), runtime.NumGoroutine()
+	}
+	close(release)
+	gate.Store(nil)
+	if err2 := <-done; err == nil {
+		err = err2
+	}
+	if err != nil {
+		return nil, err
+	}
+	n := float64(su.hold)
+	return &E2ERow{Workers: su.workers, Concurrency: su.hold, Jobs: su.hold, Mem: &MemRow{Jobs: su.hold,
+		HeapKBPerJob: (float64(h1) - float64(h0)) / 1024 / n, GoroutinesPerJob: float64(g1-g0) / n}}, nil
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -24,6 +24,7 @@ type Options struct {
 	Workers    []int         // worker counts
 	ModelDelay time.Duration // model latency of the Little's-law rows (0: skip them)
 	Toolcache  bool          // also run the toolcache benchmarks through go test
+	Held       int           // jobs held in flight for the memory row (0: skip)
 }
 
 // Report is everything one run measured.
@@ -32,6 +33,7 @@ type Report struct {
 	Raw       []RawRow `json:"raw"`
 	E2E       []E2ERow `json:"e2e"`
 	Delayed   []E2ERow `json:"model_latency,omitempty"`
+	Memory    *MemRow  `json:"memory,omitempty"`
 	Elapsed   string   `json:"elapsed"`
 	Toolcache string   `json:"toolcache,omitempty"`
 }
@@ -53,6 +55,7 @@ func main() {
 	flag.StringVar(&workers, "workers", "1,2", "worker counts, comma-separated")
 	flag.DurationVar(&o.ModelDelay, "model-latency", 200*time.Millisecond, "model latency of the Little's-law rows (0: skip)")
 	flag.BoolVar(&o.Toolcache, "toolcache", true, "also run the toolcache MCP-call and search benchmarks (go test)")
+	flag.IntVar(&o.Held, "held", 1000, "jobs in flight for the memory-per-job row (0: skip)")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	flag.Parse()
 	var err error
@@ -140,6 +143,14 @@ func Run(ctx context.Context, o Options, logw io.Writer) (*Report, error) {
 		if o.ModelDelay == 0 {
 			break
 		}
+	}
+	if o.Held > 0 {
+		fmt.Fprintf(logw, "bench: memory with %d jobs in flight\n", o.Held)
+		r, err := measureE2E(ctx, e2eSetup{dir: filepath.Join(dir, "held"), mcp: bin, workers: 1, conc: o.Held, hold: o.Held})
+		if err != nil {
+			return nil, fmt.Errorf("memory with %d jobs in flight: %w", o.Held, err)
+		}
+		rep.Memory = r.Mem
 	}
 	if o.Toolcache {
 		fmt.Fprintln(logw, "bench: toolcache benchmarks (go test)")

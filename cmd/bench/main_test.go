@@ -14,11 +14,11 @@ func TestRunSmall(t *testing.T) {
 		t.Skip("builds examples/mcpserver and runs embedded NATS")
 	}
 	var log bytes.Buffer
-	rep, err := Run(t.Context(), Options{Jobs: 5, RawMsgs: 40, Conc: []int{2}, Workers: []int{1}, ModelDelay: 10 * time.Millisecond}, &log)
+	rep, err := Run(t.Context(), Options{Jobs: 5, RawMsgs: 40, Conc: []int{2}, Workers: []int{1}, ModelDelay: 10 * time.Millisecond, Held: 3}, &log)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	if len(rep.Raw) != 4 || len(rep.E2E) != 1 || len(rep.Delayed) != 1 {
+	if len(rep.Raw) != 4 || len(rep.E2E) != 1 || len(rep.Delayed) != 1 || rep.Memory == nil {
 		t.Fatalf("rows: raw %d, e2e %d, delayed %d", len(rep.Raw), len(rep.E2E), len(rep.Delayed))
 	}
 	for _, r := range append(rep.E2E, rep.Delayed...) {

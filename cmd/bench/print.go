@@ -56,6 +56,12 @@ func (r *Report) Print(w io.Writer) error {
 	if err := table("(c) end to end, model latency "+delay+" (two model requests per job; bound = C / (2 × latency))", r.Delayed, true); err != nil {
 		return err
 	}
+	if m := r.Memory; m != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "(d) memory with %d jobs in flight (1 worker, all held at their first model request; whole process:\n"+
+			"    worker, embedded NATS, submitter, scripted model): %.1f KB live heap and %.1f goroutines per job\n",
+			m.Jobs, m.HeapKBPerJob, m.GoroutinesPerJob)
+	}
 	if r.Toolcache != "" {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "(e, f) toolcache benchmarks: pooled vs bare mcp-go call, spawn per call, search at 1,000 / 10,000 tools")
