@@ -28,6 +28,10 @@
 //   - model latency: the same pipeline with a model that answers after a
 //     timer (200 ms by default), against Little's law: C jobs in flight
 //     and two model requests per job allow at most C / (2 × latency) jobs/s.
+//   - memory: one worker with Concurrency --held (1,000) and as many jobs
+//     held at their first model request at once; the growth of the live heap
+//     (after a GC) and of goroutines, divided by the jobs. It is the whole
+//     process (worker, embedded NATS, submitter, scripted model).
 //
 // The pooled-vs-bare-vs-spawned MCP call and the tool-search scale are the
 // toolcache benchmarks (internal/toolcache/bench_test.go); --toolcache runs
