@@ -32,6 +32,22 @@
 //     held at their first model request at once; the growth of the live heap
 //     (after a GC) and of goroutines, divided by the jobs. It is the whole
 //     process (worker, embedded NATS, submitter, scripted model).
+//   - CPU per job (zero-latency rows): getrusage(RUSAGE_SELF) user + system
+//     plus utime + stime of the live child processes (/proc/<pid>/stat: the
+//     MCP servers) over the timed jobs, divided by them. The submitter and
+//     the scripted model run in this process too: an upper bound.
+//   - large catalog: the same jobs (default tool_mode) with every capture
+//     in --catalogs (../shared/catalogs/*.json) added to the pool as
+//     in-process mcp-go servers (one per file, verbatim input schemas,
+//     handlers answering "ok"; "add" stays on the example server): CPU per
+//     job at --catalog-concurrency in flight and memory per job with
+//     --catalog-held held, next to the same with the example server alone.
+//   - search mode: jobs with tool_mode "search" whose model calls
+//     search_tools, then call_tool of add (three model requests), one in
+//     flight, on the example catalog and with --search-sizes catalog tools
+//     (the captures, then copies with suffixed names): latency and CPU per
+//     job. Both catalog parts are skipped, with a line saying so, when
+//     --catalogs holds no *.json.
 //
 // The pooled-vs-bare-vs-spawned MCP call and the tool-search scale are the
 // toolcache benchmarks (internal/toolcache/bench_test.go); --toolcache runs

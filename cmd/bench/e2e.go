@@ -36,6 +36,16 @@ type E2ERow struct {
 	P99ms         float64 `json:"p99_ms"`
 	InMsgsPerJob  float64 `json:"nats_in_msgs_per_job"`
 	OutMsgsPerJob float64 `json:"nats_out_msgs_per_job"`
+	// CPUMsPerJob is the CPU time (user + system) of this whole process
+	// and its MCP server children over the timed jobs, divided by them.
+	CPUMsPerJob float64 `json:"cpu_ms_per_job"`
+	// ViewTools is the tools in the pool's registry (the job's view).
+	ViewTools int `json:"view_tools"`
+	// ToolMode is the jobs' tool_mode ("" for the default, auto).
+	ToolMode string `json:"tool_mode,omitempty"`
+	// SeenMode is the mode the model saw (the tools array of a job's first
+	// request): full, deferred or search.
+	SeenMode string `json:"seen_mode"`
 	// LittleBound is C / (2 × model latency), jobs/s (model-latency rows).
 	LittleBound float64 `json:"littles_law_bound_jobs_per_s,omitempty"`
 	// Mem is set on the memory row only.
@@ -49,31 +59,100 @@ type e2eSetup struct {
 	// hold > 0 measures memory instead: hold jobs held at their first
 	// model request at once (conc must be hold).
 	hold int
+	// catalog adds in-process servers holding these tools to every pool.
+	catalog []catalogSet
+	// mode is the jobs' tool_mode; search makes the model call
+	// search_tools, then call_tool (three model requests per job).
+	mode   string
+	search bool
 }
 
-// script answers a job's first request with a call of the "add" tool and
-// the second, which carries the tool's result, with the answer.
-func script(delay time.Duration, gate *atomic.Pointer[chan struct{}]) func(llmtest.RecordedRequest) llmtest.Reply {
-	return func(req llmtest.RecordedRequest) llmtest.Reply {
-		var block <-chan struct{}
-		if ch := gate.Load(); ch != nil {
-			block = *ch
-		}
-		if delay > 0 {
-			t := time.NewTimer(delay)
-			<-t.C
-		}
-		if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleTool {
-			return llmtest.Reply{Content: "3", Block: block}
-		}
-		name := "add"
-		for _, t := range req.Tools {
-			if t.Name == "add" || strings.HasSuffix(t.Name, "__add") {
-				name = t.Name
-			}
-		}
-		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: name, Arguments: `{"a":1,"b":2}`}}}, Block: block}
+// reqsPerJob is the model requests one job takes.
+func (su e2eSetup) reqsPerJob() int {
+	if su.search {
+		return 3
 	}
+	return 2
+}
+
+// scripted is the model's script. A job's first request is answered
+// with a call of the example server's "add": directly when the tool is
+// offered, through call_tool otherwise (search mode). With search set, the
+// first request is answered with search_tools (restricted to the example
+// server) and the second with call_tool of the add the search found. The
+// request that carries add's result is answered with the answer.
+type scripted struct {
+	delay   time.Duration
+	gate    atomic.Pointer[chan struct{}]
+	search  bool
+	addName atomic.Pointer[string] // add's model-facing name
+	missed  atomic.Int64           // searches whose result lacked add
+	mode    atomic.Pointer[string] // the tool mode a job's first request showed
+}
+
+// seenMode names the tool mode of a first request's tools array.
+func seenMode(tools []llm.Tool, add string) string {
+	for _, t := range tools {
+		switch {
+		case t.Name == agentloop.ToolSearchTools:
+			return string(agentloop.ModeSearch)
+		case t.Name == add && string(t.Parameters) == `{"type":"object"}`:
+			return string(agentloop.ModeDeferred)
+		case t.Name == add:
+			return string(agentloop.ModeFull)
+		}
+	}
+	return "?"
+}
+
+func (s *scripted) reply(req llmtest.RecordedRequest) llmtest.Reply {
+	var block <-chan struct{}
+	if ch := s.gate.Load(); ch != nil {
+		block = *ch
+	}
+	if s.delay > 0 {
+		t := time.NewTimer(s.delay)
+		<-t.C
+	}
+	add := "add"
+	if p := s.addName.Load(); p != nil {
+		add = *p
+	}
+	toolMsgs := 0
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleTool {
+			toolMsgs++
+		}
+	}
+	call := func(name, args string) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: name, Arguments: args}}}, Block: block}
+	}
+	viaCallTool := call(agentloop.ToolCallTool, `{"name":"`+add+`","arguments":{"a":1,"b":2}}`)
+	if toolMsgs == 0 {
+		m := seenMode(req.Tools, add)
+		s.mode.Store(&m)
+	}
+	if s.search {
+		switch toolMsgs {
+		case 0:
+			return call(agentloop.ToolSearchTools, `{"query":"add two numbers","server":"example"}`)
+		case 1:
+			if !strings.Contains(req.Messages[len(req.Messages)-1].Content, `"`+add+`"`) {
+				s.missed.Add(1)
+			}
+			return viaCallTool
+		}
+		return llmtest.Reply{Content: "3", Block: block}
+	}
+	if toolMsgs > 0 {
+		return llmtest.Reply{Content: "3", Block: block}
+	}
+	for _, t := range req.Tools {
+		if t.Name == add {
+			return call(add, `{"a":1,"b":2}`)
+		}
+	}
+	return viaCallTool
 }
 
 func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
@@ -81,13 +160,13 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
 	ec := jobs.EmbeddedConfig{DataDir: su.dir}
-	var gate atomic.Pointer[chan struct{}]
+	sc := &scripted{delay: su.delay, search: su.search}
 	ns, err := jobs.StartEmbedded(ec)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	model, err := llmtest.Start(llmtest.Script{Handler: script(su.delay, &gate)})
+	model, err := llmtest.Start(llmtest.Script{Handler: sc.reply})
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +175,7 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 	// The workers, each with its own connection, pool (its own mcpserver
 	// process) and model client, as separate worker processes would have.
 	var stops []func() error
+	var viewTools int
 	defer func() {
 		for _, stop := range slices.Backward(stops) {
 			err = errors.Join(err, stop())
@@ -109,11 +189,22 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 		stops = append(stops, func() error { nc.Close(); return nil })
 		pool, err := toolcache.NewPool(ctx, toolcache.Config{Servers: map[string]toolcache.ServerConfig{
 			"example": {Command: su.mcp},
-		}}, toolcache.WithLogger(quiet))
+		}}, append(inProcessServers(su.catalog), toolcache.WithLogger(quiet))...)
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, pool.Close)
+		if i == 0 {
+			viewTools = pool.Registry().Count()
+			for _, t := range pool.Registry().List() {
+				if t.Server == "example" && t.Original == "add" {
+					sc.addName.Store(&t.Name)
+				}
+			}
+			if sc.addName.Load() == nil {
+				return nil, errors.New(`the pool lists no "add" of the example server`)
+			}
+		}
 		mc, err := llm.New(llm.Config{BaseURL: model.URL(), APIKey: "scripted", Model: "scripted"})
 		if err != nil {
 			return nil, err
@@ -178,7 +269,7 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 					id := fmt.Sprintf("%s-%d", prefix, i)
 					ch := finished.expect(id)
 					t0 := time.Now()
-					if _, err := client.Submit(ctx, &jobs.Job{ID: id, Task: "What is 1 + 2?"}); err != nil {
+					if _, err := client.Submit(ctx, &jobs.Job{ID: id, Task: "What is 1 + 2?", ToolMode: su.mode}); err != nil {
 						errs <- fmt.Errorf("submit %s: %w", id, err)
 						return
 					}
@@ -209,33 +300,43 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 		return nil, err
 	}
 	if su.hold > 0 {
-		return measureHeld(ctx, su, model, &gate, run, warm)
+		r, err := measureHeld(ctx, su, model, &sc.gate, run, warm)
+		if r != nil {
+			r.ViewTools, r.ToolMode, r.SeenMode = viewTools, su.mode, *sc.mode.Load()
+		}
+		return r, err
 	}
 	before, err := ns.Varz(nil)
 	if err != nil {
 		return nil, err
 	}
 	in0, out0 := before.InMsgs, before.OutMsgs
+	cpu0 := cpuTime()
 	start := time.Now()
 	lat, failed, err := run("job", su.jobs)
 	if err != nil {
 		return nil, err
 	}
 	elapsed := time.Since(start)
+	cpu := cpuTime() - cpu0
 	after, err := ns.Varz(nil)
 	if err != nil {
 		return nil, err
 	}
-	// Every job, warm-up included, took its two model requests.
-	if got, want := len(model.Requests()), 2*(warm+su.jobs); got != want {
-		return nil, fmt.Errorf("the model saw %d requests, want 2 per job (%d)", got, want)
+	// Every job, warm-up included, took its two (three) model requests.
+	if got, want := len(model.Requests()), su.reqsPerJob()*(warm+su.jobs); got != want {
+		return nil, fmt.Errorf("the model saw %d requests, want %d per job (%d)", got, su.reqsPerJob(), want)
+	}
+	if n := sc.missed.Load(); n > 0 {
+		return nil, fmt.Errorf("%d searches did not find the example server's add", n)
 	}
 	slices.Sort(lat)
 	n := float64(su.jobs)
 	r := &E2ERow{Workers: su.workers, Concurrency: su.conc, ModelLatency: su.delay.String(), Jobs: su.jobs,
 		Failed: failed, JobsPerSec: n / elapsed.Seconds(),
 		P50ms: ms(quantile(lat, 0.50)), P99ms: ms(quantile(lat, 0.99)),
-		InMsgsPerJob: float64(after.InMsgs-in0) / n, OutMsgsPerJob: float64(after.OutMsgs-out0) / n}
+		InMsgsPerJob: float64(after.InMsgs-in0) / n, OutMsgsPerJob: float64(after.OutMsgs-out0) / n,
+		CPUMsPerJob: 1000 * cpu / n, ViewTools: viewTools, ToolMode: su.mode, SeenMode: *sc.mode.Load()}
 	if su.delay > 0 {
 		r.LittleBound = float64(su.conc) / (2 * su.delay.Seconds())
 	}
@@ -328,7 +429,7 @@ func measureHeld(ctx context.Context, su e2eSetup, model *llmtest.Server, gate *
 		done <- err
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err := model.WaitRequests(wctx, 2*warm+su.hold)
+	err := model.WaitRequests(wctx, su.reqsPerJob()*warm+su.hold)
 	cancel()
 	var h1 uint64
 	var g1 int

@@ -25,6 +25,13 @@ type Options struct {
 	ModelDelay time.Duration // model latency of the Little's-law rows (0: skip them)
 	Toolcache  bool          // also run the toolcache benchmarks through go test
 	Held       int           // jobs held in flight for the memory row (0: skip)
+	// Catalogs is the directory of captured tools/list catalogs (*.json)
+	// for the large-catalog and search-mode parts ("" or absent: skip).
+	Catalogs    string
+	CatalogHeld int   // jobs held in flight for the large-catalog memory (0: skip the part)
+	CatalogConc int   // jobs in flight for the large-catalog CPU row
+	SearchJobs  int   // jobs per search-mode row, one in flight (0: skip the part)
+	SearchSizes []int // catalog sizes of the search-mode rows
 }
 
 // Report is everything one run measured.
@@ -36,6 +43,22 @@ type Report struct {
 	Memory    *MemRow  `json:"memory,omitempty"`
 	Elapsed   string   `json:"elapsed"`
 	Toolcache string   `json:"toolcache,omitempty"`
+	// Catalog compares the example catalog with all captured catalogs.
+	Catalog *CatalogReport `json:"large_catalog,omitempty"`
+	// Search is search-mode jobs on the example catalog and on catalogs of
+	// SearchSizes tools.
+	Search []E2ERow `json:"search_mode,omitempty"`
+	// Skipped says which parts were skipped and why.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// CatalogReport is the same jobs with the example server alone and with
+// the captured catalogs added in process.
+type CatalogReport struct {
+	SmallCPU E2ERow `json:"example_cpu"`
+	LargeCPU E2ERow `json:"captured_cpu"`
+	SmallMem MemRow `json:"example_memory"`
+	LargeMem MemRow `json:"captured_memory"`
 }
 
 // Machine names where the numbers come from.
@@ -56,11 +79,19 @@ func main() {
 	flag.DurationVar(&o.ModelDelay, "model-latency", 200*time.Millisecond, "model latency of the Little's-law rows (0: skip)")
 	flag.BoolVar(&o.Toolcache, "toolcache", true, "also run the toolcache MCP-call and search benchmarks (go test)")
 	flag.IntVar(&o.Held, "held", 1000, "jobs in flight for the memory-per-job row (0: skip)")
+	flag.StringVar(&o.Catalogs, "catalogs", "../shared/catalogs", "directory of captured tools/list catalogs (*.json) for the large-catalog and search-mode parts")
+	flag.IntVar(&o.CatalogHeld, "catalog-held", 200, "jobs in flight for the large-catalog memory row (0: skip the large-catalog part)")
+	flag.IntVar(&o.CatalogConc, "catalog-concurrency", 16, "jobs in flight for the large-catalog CPU row")
+	flag.IntVar(&o.SearchJobs, "search-jobs", 100, "jobs per search-mode row, one in flight (0: skip)")
+	var sizes string
+	flag.StringVar(&sizes, "search-sizes", "1000,10000", "catalog sizes of the search-mode rows, comma-separated")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	flag.Parse()
 	var err error
 	if o.Conc, err = ints(conc); err == nil {
-		o.Workers, err = ints(workers)
+		if o.Workers, err = ints(workers); err == nil {
+			o.SearchSizes, err = ints(sizes)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -152,6 +183,9 @@ func Run(ctx context.Context, o Options, logw io.Writer) (*Report, error) {
 		}
 		rep.Memory = r.Mem
 	}
+	if err := measureCatalogs(ctx, o, dir, bin, rep, logw); err != nil {
+		return nil, err
+	}
 	if o.Toolcache {
 		fmt.Fprintln(logw, "bench: toolcache benchmarks (go test)")
 		if rep.Toolcache, err = runToolcache(ctx); err != nil {
@@ -160,6 +194,84 @@ func Run(ctx context.Context, o Options, logw io.Writer) (*Report, error) {
 	}
 	rep.Elapsed = time.Since(start).Round(time.Second).String()
 	return rep, nil
+}
+
+// measureCatalogs runs the large-catalog part (the same jobs with the
+// example server alone and with every captured catalog added in process)
+// and the search-mode part (search_tools, then call_tool, on the example
+// catalog and on catalogs of o.SearchSizes tools).
+func measureCatalogs(ctx context.Context, o Options, dir, bin string, rep *Report, logw io.Writer) error {
+	if o.CatalogHeld <= 0 && o.SearchJobs <= 0 {
+		return nil
+	}
+	var sets []catalogSet
+	var err error
+	if o.Catalogs != "" {
+		if sets, err = loadCatalogs(o.Catalogs); err != nil {
+			return fmt.Errorf("catalogs: %w", err)
+		}
+	}
+	if sets == nil {
+		msg := fmt.Sprintf("large-catalog and search-mode parts skipped: no catalogs (*.json) in %q", o.Catalogs)
+		fmt.Fprintln(logw, "bench:", msg)
+		rep.Skipped = append(rep.Skipped, msg)
+		return nil
+	}
+	row := 0
+	e2e := func(what string, su e2eSetup) (*E2ERow, error) {
+		row++
+		su.dir, su.mcp = filepath.Join(dir, fmt.Sprintf("cat%d", row)), bin
+		fmt.Fprintf(logw, "bench: %s\n", what)
+		r, err := measureE2E(ctx, su)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return r, nil
+	}
+	if o.CatalogHeld > 0 {
+		c := &CatalogReport{}
+		for _, big := range []bool{false, true} {
+			var cat []catalogSet
+			label := "example catalog"
+			if big {
+				cat, label = sets, fmt.Sprintf("%d captured tools", countTools(sets))
+			}
+			n := max(o.Jobs, o.CatalogConc)
+			cpu, err := e2e(fmt.Sprintf("%s, concurrency %d, %d jobs", label, o.CatalogConc, n),
+				e2eSetup{workers: 1, conc: o.CatalogConc, jobs: n, catalog: cat})
+			if err != nil {
+				return err
+			}
+			mem, err := e2e(fmt.Sprintf("%s, memory with %d jobs in flight", label, o.CatalogHeld),
+				e2eSetup{workers: 1, conc: o.CatalogHeld, hold: o.CatalogHeld, catalog: cat})
+			if err != nil {
+				return err
+			}
+			mem.Mem.Jobs = o.CatalogHeld
+			if big {
+				c.LargeCPU, c.LargeMem = *cpu, *mem.Mem
+			} else {
+				c.SmallCPU, c.SmallMem = *cpu, *mem.Mem
+			}
+		}
+		rep.Catalog = c
+	}
+	if o.SearchJobs > 0 {
+		for _, size := range append([]int{0}, o.SearchSizes...) {
+			var cat []catalogSet
+			label := "example catalog"
+			if size > 0 {
+				cat, label = scaleCatalogs(sets, size), fmt.Sprintf("%d catalog tools", size)
+			}
+			r, err := e2e(fmt.Sprintf("search mode, %s, %d jobs", label, o.SearchJobs),
+				e2eSetup{workers: 1, conc: 1, jobs: o.SearchJobs, catalog: cat, mode: "search", search: true})
+			if err != nil {
+				return err
+			}
+			rep.Search = append(rep.Search, *r)
+		}
+	}
+	return nil
 }
 
 // rowJobs is the jobs of one row: o.Jobs, but with a slow model only as

@@ -28,7 +28,7 @@ func (r *Report) Print(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, title)
-		head := "workers\tconcurrency\tjobs\tfailed\tjobs/s\tp50 ms\tp99 ms\tof sync pub\tNATS in/job\tNATS out/job\t"
+		head := "workers\tconcurrency\tjobs\tfailed\tjobs/s\tp50 ms\tp99 ms\tof sync pub\tNATS in/job\tNATS out/job\tCPU ms/job\t"
 		if little {
 			head = "workers\tconcurrency\tjobs\tfailed\tjobs/s\tp50 ms\tp99 ms\tLittle bound\tof bound\tNATS in/job\tNATS out/job\t"
 		}
@@ -42,12 +42,20 @@ func (r *Report) Print(w io.Writer) error {
 			} else {
 				fmt.Fprint(tw, "-\t")
 			}
-			fmt.Fprintf(tw, "%.1f\t%.1f\t\n", x.InMsgsPerJob, x.OutMsgsPerJob)
+			fmt.Fprintf(tw, "%.1f\t%.1f\t", x.InMsgsPerJob, x.OutMsgsPerJob)
+			if !little {
+				fmt.Fprintf(tw, "%.2f\t", x.CPUMsPerJob)
+			}
+			fmt.Fprintln(tw)
 		}
 		return tw.Flush()
 	}
 	if err := table("(b) end to end, zero-latency scripted model, one MCP tools/call per job", r.E2E, false); err != nil {
 		return err
+	}
+	if len(r.E2E) > 0 {
+		fmt.Fprintln(w, "  CPU ms/job: user+sys CPU of this process (worker(s), embedded NATS, and also the submitter and the\n"+
+			"  scripted model, which run in it: an upper bound for worker+NATS) plus the MCP server processes, over the timed jobs")
 	}
 	var delay string
 	if len(r.Delayed) > 0 {
@@ -62,9 +70,45 @@ func (r *Report) Print(w io.Writer) error {
 			"    worker, embedded NATS, submitter, scripted model): %.1f KB live heap and %.1f goroutines per job\n",
 			m.Jobs, m.HeapKBPerJob, m.GoroutinesPerJob)
 	}
+	if c := r.Catalog; c != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "(d2) large catalog: the same jobs (default tool_mode, 1 worker) with the example server alone and with every")
+		fmt.Fprintln(w, "     captured catalog added as in-process mcp-go servers (verbatim schemas; add still on the example server)")
+		fmt.Fprintln(tw, "tools in view\tmode seen\tCPU ms/job\tjobs/s\tp50 ms\tp99 ms\tNATS in/job\tNATS out/job\theap KB/job\tgoroutines/job\t")
+		for _, x := range []struct {
+			cpu E2ERow
+			mem MemRow
+		}{{c.SmallCPU, c.SmallMem}, {c.LargeCPU, c.LargeMem}} {
+			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", x.cpu.ViewTools, x.cpu.SeenMode, x.cpu.CPUMsPerJob, x.cpu.JobsPerSec,
+				x.cpu.P50ms, x.cpu.P99ms, x.cpu.InMsgsPerJob, x.cpu.OutMsgsPerJob, x.mem.HeapKBPerJob, x.mem.GoroutinesPerJob)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "     CPU and latency: %d jobs, %d in flight; memory: %d jobs held at their first model request (as (d))\n",
+			c.SmallCPU.Jobs, c.SmallCPU.Concurrency, c.SmallMem.Jobs)
+	}
+	if len(r.Search) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "(f) search-mode jobs (tool_mode search; model: search_tools, call_tool of add, answer = 3 model requests),")
+		fmt.Fprintln(w, "    1 worker, one job in flight; catalog tools are in-process servers (real captures, then suffixed copies)")
+		fmt.Fprintln(tw, "tools in view\tjobs\tfailed\tp50 ms\tp99 ms\tCPU ms/job\tp50 vs example\tCPU vs example\tNATS in/job\t")
+		base := r.Search[0]
+		for _, x := range r.Search {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.2f\t%+.1f ms\t%+.2f ms\t%.1f\t\n", x.ViewTools, x.Jobs, x.Failed, x.P50ms, x.P99ms,
+				x.CPUMsPerJob, x.P50ms-base.P50ms, x.CPUMsPerJob-base.CPUMsPerJob, x.InMsgsPerJob)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, s)
+	}
 	if r.Toolcache != "" {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "(e, f) toolcache benchmarks: pooled vs bare mcp-go call, spawn per call, search at 1,000 / 10,000 tools")
+		fmt.Fprintln(w, "(e) toolcache benchmarks: pooled vs bare mcp-go call, spawn per call, the registry search alone at 1,000 / 10,000 tools")
 		fmt.Fprint(w, r.Toolcache)
 	}
 	return nil
