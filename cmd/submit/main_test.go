@@ -18,6 +18,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/jobs/jobstest"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/schemas"
@@ -108,25 +109,8 @@ func startWorkerMax(t *testing.T, maxPayload int32) (*nats.Conn, *echoRunner) {
 	}
 	t.Cleanup(nc.Close)
 	r := &echoRunner{runs: map[string]int{}}
-	w, err := jobs.NewWorker(jobs.Config{Conn: nc, Runner: r, WorkerID: "cli-test", Concurrency: 4, MaxJobBytes: 4096,
+	jobstest.RunWorker(t, jobs.Config{Conn: nc, Runner: r, WorkerID: "cli-test", Concurrency: 4, MaxJobBytes: 4096,
 		FetchWait: 200 * time.Millisecond, ShutdownGrace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	})
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	}
 	t.Setenv("NATS_URL", s.ClientURL())
 	t.Setenv("JETAGENT_MAX_JOB_BYTES", "4096")
 	return nc, r

@@ -1,7 +1,6 @@
 package agentrun_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/jobs/jobstest"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/natstest"
@@ -46,27 +46,10 @@ func start(t *testing.T, loopCfg agentloop.Config, runCfg agentrun.Config, repli
 	}
 	s := natstest.Start(t)
 	nc := natstest.Connect(t, s)
-	w, err := jobs.NewWorker(jobs.Config{
+	jobstest.RunWorker(t, jobs.Config{
 		Conn: nc, Runner: runner, Admit: agentrun.Admit,
 		FetchWait: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond, RetryDelayMax: 10 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	})
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("worker did not start: %v", err)
-	}
 	client, err := jobs.NewClient(natstest.Context(t), nc, jobs.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/jobs/jobstest"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/natstest"
@@ -192,26 +193,9 @@ func tracedWorker(t *testing.T, tp trace.TracerProvider) (*jobs.Client, *nats.Co
 
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns)
-	w, err := jobs.NewWorker(jobs.Config{
+	jobstest.RunWorker(t, jobs.Config{
 		Conn: nc, Runner: tracing.Runner(runner), Admit: agentrun.Admit, FetchWait: 200 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	})
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("worker did not start: %v", err)
-	}
 	client, err := jobs.NewClient(natstest.Context(t), nc, jobs.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
