@@ -76,7 +76,7 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if cur != nil && cur.Status == StatusRunning && w.answersAlive(ctx, id) {
+	if cur != nil && cur.Status == StatusRunning && w.askAlive(ctx, id) != nil {
 		return fmt.Errorf("%w: job %s", errHeldAlive, id)
 	}
 	if cur == nil || !cur.Status.Terminal() {
@@ -103,11 +103,3 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 // errHeldAlive: a job's deliveries ran out while an attempt still runs it
 // (its heartbeats did not reach the server): not dead yet.
 var errHeldAlive = errors.New("held by a live attempt")
-
-// answersAlive reports whether some worker runs job id and says so.
-func (w *Worker) answersAlive(ctx context.Context, id string) bool {
-	actx, cancel := context.WithTimeout(ctx, aliveTimeout)
-	defer cancel()
-	_, err := w.cfg.Conn.RequestWithContext(actx, w.names.AliveSubject(id), nil)
-	return err == nil
-}

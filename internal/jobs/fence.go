@@ -93,17 +93,23 @@ func (w *Worker) liveOwner(ctx context.Context, d delivery) (*aliveAnswer, error
 	if cur.Status != StatusRunning || cur.StreamSeq != d.seq || cur.Attempt == d.attempt {
 		return nil, nil
 	}
+	return w.askAlive(ctx, d.id), nil
+}
+
+// askAlive asks the worker running job id; nil when none answers (the
+// attempt is gone, or cut off and fencing itself).
+func (w *Worker) askAlive(ctx context.Context, id string) *aliveAnswer {
 	actx, cancel := context.WithTimeout(ctx, aliveTimeout)
 	defer cancel()
-	reply, err := w.cfg.Conn.RequestWithContext(actx, w.names.AliveSubject(d.id), nil) // see answersAlive
+	reply, err := w.cfg.Conn.RequestWithContext(actx, w.names.AliveSubject(id), nil)
 	if err != nil {
-		return nil, nil // no answer: the attempt is gone, or cut off and fencing itself
+		return nil
 	}
 	var a aliveAnswer
 	if json.Unmarshal(reply.Data, &a) != nil {
-		return nil, nil
+		return nil
 	}
-	return &a, nil
+	return &a
 }
 
 // fenceOthers tells an attempt this one took the job over from to stop.
