@@ -80,6 +80,11 @@ func (n Names) StateBucket() string { return n.upper() + "_STATE" }
 // (AGENT_TRANSCRIPTS).
 func (n Names) TranscriptBucket() string { return n.upper() + "_TRANSCRIPTS" }
 
+// JournalBucket is the KV bucket of call journals and small checkpoints
+// (AGENT_JOURNAL): keys <job_id>.j.<entry> and <job_id>.cp, purged when
+// the job has its final state.
+func (n Names) JournalBucket() string { return n.upper() + "_JOURNAL" }
+
 // AdvisoryStream keeps the server's max-deliveries advisories for the jobs
 // stream, so a dead letter is not lost when no worker is listening at the
 // moment the advisory is sent.

@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"sync"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/journal"
 )
 
 // Runner runs one attempt of a job. The worker owns everything around it:
@@ -53,6 +54,12 @@ type RunEnv interface {
 	// SaveCheckpoint stores data as the job's checkpoint, beside its
 	// transcript, so a redelivered attempt can resume.
 	SaveCheckpoint(ctx context.Context, data []byte) error
+	// Journal is the job's call journal (internal/journal): Put stores an
+	// entry durably, within a bound of its own, and is refused once the
+	// attempt lost its job; LoadJournal returns what earlier attempts
+	// stored (nil for an attempt that is the message's first).
+	Journal() journal.Store
+	LoadJournal(ctx context.Context) (map[string][]byte, error)
 	// Conn is the worker's NATS connection, for client tools (a request
 	// on Names().ClientSubject(job id) that the submitter answers).
 	Conn() *nats.Conn
@@ -78,6 +85,10 @@ type runEnv struct {
 	// fenced is set when the attempt lost its job (fence.go): its events
 	// and checkpoints are refused from then on.
 	fenced *atomic.Bool
+
+	// checkpointObject: the job's checkpoint is (or may be) an object,
+	// to delete when the job ends (journal.go).
+	checkpointObject atomic.Bool
 }
 
 // refuse reports whether the attempt may no longer act for its job.
@@ -124,27 +135,6 @@ func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) erro
 		ev.Data = reduced
 	}
 	return e.w.publishEvent(ctx, ev)
-}
-
-func (e *runEnv) LoadCheckpoint(ctx context.Context) ([]byte, error) {
-	b, err := e.w.topo.Transcripts.GetBytes(ctx, CheckpointName(e.jobID))
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint of %s: %w", e.jobID, err)
-	}
-	return b, nil
-}
-
-func (e *runEnv) SaveCheckpoint(ctx context.Context, data []byte) error {
-	if err := e.refuse(); err != nil {
-		return err
-	}
-	if err := e.w.putObject(ctx, CheckpointName(e.jobID), data); err != nil {
-		return fmt.Errorf("save checkpoint of %s: %w", e.jobID, err)
-	}
-	return nil
 }
 
 func (w *Worker) publishEvent(ctx context.Context, ev Event) error {

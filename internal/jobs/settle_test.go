@@ -182,7 +182,7 @@ func TestCheckpointKeptUntilTheFinalStateIsStored(t *testing.T) {
 		case <-time.After(10 * time.Millisecond): // polling a registry: there is no signal to wait on
 		}
 	}
-	if b, err := c.topo.Transcripts.GetBytes(ctx, CheckpointName("keep-cp")); err != nil || string(b) != `{"round":3}` {
-		t.Errorf("checkpoint %q, %v; want it kept", b, err)
+	if ent, err := c.topo.Journal.Get(ctx, checkpointKey("keep-cp")); err != nil || string(ent.Value()) != `{"round":3}` {
+		t.Errorf("checkpoint %v, %v; want it kept", ent, err)
 	}
 }

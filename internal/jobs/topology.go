@@ -23,6 +23,9 @@ const (
 	// stateHistory keeps a few revisions per job: enough to see how a job
 	// moved (nats kv history AGENT_STATE <id>) without growing without bound.
 	stateHistory = 10
+	// journalTTL bounds how long a journal entry outlives a job whose
+	// purge failed; far longer than any job's retries.
+	journalTTL = 7 * 24 * time.Hour
 )
 
 // ErrTopology: a stream, bucket or consumer exists with settings that
@@ -144,6 +147,10 @@ type Topology struct {
 	Advisories  jetstream.Stream
 	State       jetstream.KeyValue
 	Transcripts jetstream.ObjectStore
+	// Journal holds call journals and checkpoints (JournalBucket).
+	Journal jetstream.KeyValue
+	// JournalStream is the stream behind Journal, for purges by job.
+	JournalStream jetstream.Stream
 	// Consumers maps each queue to its shared durable pull consumer.
 	Consumers        map[string]jetstream.Consumer
 	AdvisoryConsumer jetstream.Consumer
@@ -210,6 +217,18 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 	}, logf)
 	if err != nil {
 		return nil, err
+	}
+	t.Journal, err = ensureKeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: n.JournalBucket(), Description: "jetagent call journals and checkpoints of running jobs",
+		History: 1, Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+		// A safety net only: a job's entries are purged when it ends.
+		TTL: journalTTL,
+	}, logf)
+	if err != nil {
+		return nil, err
+	}
+	if t.JournalStream, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+n.JournalBucket()) }); err != nil {
+		return nil, fmt.Errorf("stream of key-value bucket %s: %w", n.JournalBucket(), err)
 	}
 	for _, q := range cfg.Queues {
 		c, err := ensureConsumer(ctx, t.Jobs, jetstream.ConsumerConfig{
@@ -432,6 +451,10 @@ func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topolo
 	}
 	if t.Transcripts, err = js.ObjectStore(ctx, n.TranscriptBucket()); err != nil {
 		return nil, fmt.Errorf("object store %s: %w%s", n.TranscriptBucket(), err, hint)
+	}
+	// Older deployments have no journal bucket; clients only read it.
+	if kv, err := js.KeyValue(ctx, n.JournalBucket()); err == nil {
+		t.Journal = kv
 	}
 	return t, nil
 }

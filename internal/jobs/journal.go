@@ -1,0 +1,203 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/journal"
+)
+
+// journalOpBound bounds one journal or checkpoint write, retries
+// included: a write that cannot be stored in this time fails the call
+// (nothing is sent) and the attempt is handed back, rather than holding
+// its slot and heartbeats until the job's timeout.
+const journalOpBound = 10 * time.Second
+
+// journalKey is the KV key of a journal entry of job id.
+func journalKey(id, entry string) string { return id + ".j." + entry }
+
+// checkpointKey is the KV key of a job's checkpoint (or of a reference to
+// it when it is too large for a KV value).
+func checkpointKey(id string) string { return id + ".cp" }
+
+// checkpointRef points at a checkpoint stored as an object.
+type checkpointRef struct {
+	Object string `json:"object"`
+}
+
+// journalStore is a job's journal in the journal bucket.
+type journalStore struct{ e *runEnv }
+
+func (s journalStore) Put(ctx context.Context, key string, value []byte) error {
+	if strings.ContainsAny(key, " *>") || key == "" {
+		return fmt.Errorf("journal key %q is not a subject-safe token", key)
+	}
+	return s.e.boundedPut(ctx, journalKey(s.e.jobID, key), value)
+}
+
+func (e *runEnv) Journal() journal.Store { return journalStore{e} }
+
+// boundedPut puts value at key in the journal bucket, retrying within
+// journalOpBound; refused once the attempt is fenced.
+func (e *runEnv) boundedPut(ctx context.Context, key string, value []byte) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
+	kv := e.w.topo.Journal
+	ctx, cancel := context.WithTimeout(ctx, journalOpBound)
+	defer cancel()
+	op := func() error {
+		if err := e.refuse(); err != nil {
+			return backoff.Permanent(err)
+		}
+		_, err := kv.Put(ctx, key, value)
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, 2*time.Second
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		return fmt.Errorf("store %s: %w", key, err)
+	}
+	return nil
+}
+
+func (e *runEnv) LoadJournal(ctx context.Context) (map[string][]byte, error) {
+	// A message's first attempt has nothing to find (ids are never
+	// reused): no round trip for it.
+	if e.attempt <= 1 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, journalOpBound)
+	defer cancel()
+	prefix := journalKey(e.jobID, "")
+	w, err := e.w.topo.Journal.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("load journal of %s: %w", e.jobID, err)
+	}
+	defer w.Stop() //nolint:errcheck // the watcher's subscription only
+	out := map[string][]byte{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("load journal of %s: %w", e.jobID, ctx.Err())
+		case ent, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("load journal of %s: watcher stopped", e.jobID)
+			}
+			if ent == nil { // the initial values are all in
+				return out, nil
+			}
+			out[strings.TrimPrefix(ent.Key(), prefix)] = ent.Value()
+		}
+	}
+}
+
+// LoadCheckpoint returns the job's last saved checkpoint, or nil.
+func (e *runEnv) LoadCheckpoint(ctx context.Context) ([]byte, error) {
+	if e.attempt <= 1 {
+		return nil, nil
+	}
+	ent, err := e.w.topo.Journal.Get(ctx, checkpointKey(e.jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return e.legacyCheckpoint(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint of %s: %w", e.jobID, err)
+	}
+	if ref, ok := isCheckpointRef(ent.Value()); ok {
+		e.checkpointObject.Store(true)
+		b, err := e.w.topo.Transcripts.GetBytes(ctx, ref.Object)
+		if err != nil {
+			return nil, fmt.Errorf("load checkpoint of %s from %s: %w", e.jobID, ref.Object, err)
+		}
+		return b, nil
+	}
+	return ent.Value(), nil
+}
+
+// legacyCheckpoint reads a checkpoint an older worker stored as an object.
+func (e *runEnv) legacyCheckpoint(ctx context.Context) ([]byte, error) {
+	b, err := e.w.topo.Transcripts.GetBytes(ctx, CheckpointName(e.jobID))
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint of %s: %w", e.jobID, err)
+	}
+	e.checkpointObject.Store(true)
+	return b, nil
+}
+
+// checkpointMark starts a KV value that references an object: a byte no
+// JSON checkpoint starts with.
+const checkpointMark = 0x01
+
+func isCheckpointRef(v []byte) (checkpointRef, bool) {
+	var ref checkpointRef
+	if len(v) < 2 || v[0] != checkpointMark {
+		return ref, false
+	}
+	if json.Unmarshal(v[1:], &ref) != nil || ref.Object == "" {
+		return ref, false
+	}
+	return ref, true
+}
+
+// SaveCheckpoint stores data as the job's checkpoint: in the journal
+// bucket (one write) when it fits a message, else as an object that a
+// journal value references.
+func (e *runEnv) SaveCheckpoint(ctx context.Context, data []byte) error {
+	if err := e.refuse(); err != nil {
+		return err
+	}
+	if len(data) > 0 && data[0] == checkpointMark {
+		return fmt.Errorf("save checkpoint of %s: data starts with the reference mark", e.jobID)
+	}
+	value := data
+	if len(data) > e.w.payloadBudget() {
+		octx, cancel := context.WithTimeout(ctx, journalOpBound)
+		err := e.w.putObject(octx, CheckpointName(e.jobID), data)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("save checkpoint of %s: %w", e.jobID, err)
+		}
+		e.checkpointObject.Store(true)
+		ref, _ := json.Marshal(checkpointRef{Object: CheckpointName(e.jobID)})
+		value = append([]byte{checkpointMark}, ref...)
+	}
+	if err := e.boundedPut(ctx, checkpointKey(e.jobID), value); err != nil {
+		return fmt.Errorf("save checkpoint of %s: %w", e.jobID, err)
+	}
+	return nil
+}
+
+// forgetProgress drops a finished job's checkpoint and journal: called
+// only once its final state is stored (a failed write of it must leave
+// the next attempt its progress). What a crash leaves here is harmless: a
+// finished job never runs again, and the bucket's TTL removes it.
+func (w *Worker) forgetProgress(ctx context.Context, d delivery, checkpointObject bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalOpBound)
+	defer cancel()
+	if err := w.purgeJournal(ctx, d.id); err != nil {
+		d.log.Warn("journal purge failed", "err", err)
+	}
+	if !checkpointObject {
+		return
+	}
+	if err := w.topo.Transcripts.Delete(ctx, CheckpointName(d.id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		d.log.Warn("checkpoint delete failed", "err", err)
+	}
+}
+
+// purgeJournal removes every key of job id from the journal bucket in one
+// request (the bucket's stream purged by subject).
+func (w *Worker) purgeJournal(ctx context.Context, id string) error {
+	return w.topo.JournalStream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+w.names.JournalBucket()+"."+id+".>"))
+}
