@@ -296,41 +296,84 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// fetchLoop takes one job per free slot from queue's consumer.
+// fetchLoop takes jobs from queue's consumer into free slots. It asks for
+// as many jobs as there are free slots, so a full queue keeps every slot
+// busy, and never for more: nothing waits in a local buffer while its ack
+// wait runs. Which request it sends depends on what the consumer had left
+// after the last delivery (its NumPending): none, one long poll for one job
+// (holding one slot, as each queue's loop does while it waits); some, a
+// no-wait request for min(left, free slots) jobs, answered at once.
 func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consumer) {
+	left := uint64(0) // jobs the consumer had left after the last delivery
 	for {
 		select {
 		case w.sem <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
-		msg, err := c.Next(jetstream.FetchMaxWait(w.cfg.FetchWait))
-		if ctx.Err() != nil {
-			if msg != nil { // arrived as we stopped: hand it straight back
-				_ = msg.NakWithDelay(w.cfg.RequeueDelay)
+		held := 1
+		if left > 0 {
+			held += w.moreSlots(int(min(left, uint64(w.cfg.Concurrency))) - 1)
+		}
+		var batch jetstream.MessageBatch
+		var err error
+		if left > 0 {
+			batch, err = c.FetchNoWait(held)
+		} else {
+			batch, err = c.Fetch(1, jetstream.FetchMaxWait(w.cfg.FetchWait))
+		}
+		got, stopped := 0, false
+		if err == nil {
+			for msg := range batch.Messages() {
+				if ctx.Err() != nil { // arrived as we stopped: hand it straight back
+					_ = msg.NakWithDelay(w.cfg.RequeueDelay)
+					stopped = true
+					continue
+				}
+				got++
+				if md, merr := msg.Metadata(); merr == nil {
+					left = md.NumPending
+				}
+				w.jobs.Add(1)
+				go func() {
+					defer w.jobs.Done()
+					defer func() { <-w.sem }()
+					w.handle(queue, msg)
+				}()
 			}
+			err = batch.Error()
+		}
+		for range held - got { // the slots no job came for
 			<-w.sem
+		}
+		if got == 0 {
+			left = 0 // drained (or another worker took them): wait for one
+		}
+		if stopped || ctx.Err() != nil {
 			return
 		}
-		if err != nil {
-			<-w.sem
-			if !errors.Is(err, nats.ErrTimeout) {
-				w.log.Warn("fetch failed", "queue", queue, "err", err)
-				select { // do not spin while NATS is away
-				case <-ctx.Done():
-					return
-				case <-time.After(w.cfg.FetchWait):
-				}
+		if err != nil && !errors.Is(err, nats.ErrTimeout) {
+			w.log.Warn("fetch failed", "queue", queue, "err", err)
+			select { // do not spin while NATS is away
+			case <-ctx.Done():
+				return
+			case <-time.After(w.cfg.FetchWait):
 			}
-			continue
 		}
-		w.jobs.Add(1)
-		go func() {
-			defer w.jobs.Done()
-			defer func() { <-w.sem }()
-			w.handle(queue, msg)
-		}()
 	}
+}
+
+// moreSlots takes up to n more free slots without waiting and reports how
+// many it took.
+func (w *Worker) moreSlots(n int) int {
+	for i := range n {
+		select {
+		case w.sem <- struct{}{}:
+		default:
+			return i
+		}
+	}
+	return n
 }
 
 // opContext is for NATS operations that must complete even while the
@@ -870,15 +913,10 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		return
 	}
 	d.ended(string(status))
-	if status == StatusSucceeded {
-		// Only now that the state is final: were the state write to fail
-		// after the checkpoint went, the next attempt would start over and
-		// repeat every call. A checkpoint left by a crash here is harmless
-		// (a finished job never runs again).
-		if err := w.topo.Transcripts.Delete(ctx, CheckpointName(d.id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			d.log.Warn("checkpoint delete failed", "err", err)
-		}
-	}
+	// Only now that the state is final: were the state write to fail after
+	// the checkpoint and journal went, the next attempt would start over
+	// and repeat every call.
+	w.forgetProgress(ctx, d, d.env.checkpointObject.Load())
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
 		d.log.Error("event publish failed", "err", err)
 	}
