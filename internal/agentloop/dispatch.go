@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/reflect"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -32,6 +34,13 @@ type call struct {
 	isError  bool
 	forModel string // output as the model sees it (maybe truncated)
 	record   *reflect.Record
+
+	// key is the call's place in the journal ("c<round>.<index>");
+	// status says how the journal answered; fatal is a journal failure
+	// that ends the attempt (the call did not run).
+	key    string
+	status journal.Status
+	fatal  error
 }
 
 // prepare resolves and validates one call. It runs nothing.
@@ -161,7 +170,18 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 		out := c.forModel
 		c.record.Output = &out
 	}
-	j.emit(ctx, EventToolResult, round, map[string]any{
+	if c.fatal != nil {
+		return // the attempt ends; the call did not run
+	}
+	if c.status == journal.Interrupted {
+		j.emit(ctx, EventToolInterrupted, round, map[string]any{
+			"call_id":         c.tc.ID,
+			"name":            c.tc.Function.Name,
+			"tool":            toolName(c.target, c.tc.Function.Name),
+			"idempotency_key": j.idempotencyKey(c),
+		})
+	}
+	data := map[string]any{
 		"call_id":     c.tc.ID,
 		"name":        c.tc.Function.Name,
 		"tool":        toolName(c.target, c.tc.Function.Name),
@@ -171,7 +191,53 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 		// Not "truncated": that flag marks an event reduced for NATS.
 		"truncated_for_model": len(c.forModel) != len(c.output),
 		"output":              c.output,
-	})
+	}
+	if c.status != journal.Ran {
+		data["journal"] = c.status.String()
+	}
+	j.emit(ctx, EventToolResult, round, data)
+}
+
+// journaled says whether c has an effect to journal (a tool or client-tool
+// call, directly or through call_tool) and returns the journal's call.
+// Meta tools and resource reads only read: they run again freely.
+func (j *job) journaled(c *call) (journal.Call, bool) {
+	if j.in.Journal == nil || c.key == "" || c.fault != "" || len(c.invalid) > 0 || c.target == nil {
+		return journal.Call{}, false
+	}
+	if c.target.kind != kindMCP && c.target.kind != kindClient {
+		return journal.Call{}, false
+	}
+	return journal.Call{
+		Name:           c.target.tool.Name,
+		Args:           c.targetArgs,
+		IdempotencyKey: j.idempotencyKey(c),
+		Resendable:     resendable(c.target.tool.Annotations),
+	}, true
+}
+
+// idempotencyKey is the same in every attempt: the job id and the call id
+// (kept across attempts by the journaled answer).
+func (j *job) idempotencyKey(c *call) string { return j.in.JobID + "/" + c.tc.ID }
+
+// resendable: a call the tool's hints say may run twice without harm.
+func resendable(a toolcache.Annotations) bool {
+	return (a.ReadOnlyHint != nil && *a.ReadOnlyHint) || (a.IdempotentHint != nil && *a.IdempotentHint)
+}
+
+// effect runs one call with an effect through the journal, when the job
+// has one.
+func (j *job) effect(ctx context.Context, c *call, run func(context.Context) (journal.Result, error)) (journal.Result, error) {
+	jc, ok := j.journaled(c)
+	if !ok {
+		return run(ctx)
+	}
+	res, st, err := j.in.Journal.Do(ctx, c.key, jc, run)
+	c.status = st
+	if errors.Is(err, journal.ErrUnavailable) || errors.Is(err, journal.ErrDiverged) {
+		c.fatal = err
+	}
+	return res, err
 }
 
 func toolName(e *entry, fallback string) string {
@@ -196,15 +262,21 @@ func invalidMessage(c *call) string {
 func (j *job) dispatch(ctx context.Context, callID string, e *entry, args json.RawMessage, viaCallTool bool, c *call) (string, bool) {
 	switch e.kind {
 	case kindMCP:
-		res, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)
+		res, err := j.effect(ctx, c, func(ctx context.Context) (journal.Result, error) {
+			r, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)
+			return journal.Result{Text: r.Text, Structured: r.Structured, IsError: r.IsError}, err
+		})
 		if err != nil {
 			return "Error: " + err.Error(), true
 		}
-		return resultText(res), res.IsError
+		return resultText(toolcache.Result{Text: res.Text, Structured: res.Structured, IsError: res.IsError}), res.IsError
 	case kindClient:
-		out, err := j.in.ClientCaller(ctx, e.tool.Name, args)
-		isErr := err != nil
-		if isErr {
+		res, err := j.effect(ctx, c, func(ctx context.Context) (journal.Result, error) {
+			out, err := j.in.ClientCaller(ctx, e.tool.Name, args)
+			return journal.Result{Text: out}, err
+		})
+		out, isErr := res.Text, res.IsError || err != nil
+		if err != nil {
 			out = "Error: " + err.Error()
 		}
 		if !viaCallTool {

@@ -9,7 +9,10 @@ import "context"
 //	                       cached_prompt_tokens, tool_calls, content_bytes
 //	tool.call              call_id, name, arguments (the text the model wrote)
 //	tool.result            call_id, name, tool (real tool behind call_tool), duration_ms,
-//	                       size (bytes of the full output), error, truncated, output (full)
+//	                       size (bytes of the full output), error, truncated_for_model,
+//	                       output (full), journal ("replayed": an earlier attempt's result,
+//	                       nothing ran; "resent": an interrupted read-only or idempotent
+//	                       call sent again; "interrupted"; absent when the call just ran)
 //	tool.validation_failed retry, call_id, name, tool, arguments, errors ([]string)
 //	tool.schema_retry      retry, tools ([]string), tool_def_tokens
 //	tool.clash             name, server, winner
@@ -19,6 +22,13 @@ import "context"
 //	content_call.reask     retry, reason, content (the reply, at most 2 KiB), final
 //	                       (the tool-less last request): an answer that looked like a
 //	                       failed call was asked again, ephemerally
+//	tool.interrupted       call_id, name, tool, idempotency_key: an earlier attempt sent
+//	                       the call and stopped before it returned; the tool is not
+//	                       read-only or idempotent, so it was not sent again and the
+//	                       model was told its effect is unknown
+//	job.resumed            from_round (the round this attempt starts at), rounds_done,
+//	                       answers, calls_completed, calls_in_flight (what the journal
+//	                       held): an attempt continues an earlier one
 //	checkpoint.failed      error
 //	loop.outcome           stop_reason, rounds, mode, prompt_tokens, completion_tokens,
 //	                       cached_prompt_tokens, tool_def_tokens, full_mode_tool_def_tokens, error
@@ -36,6 +46,8 @@ const (
 	EventToolClash            = "tool.clash"
 	EventContentCallRecovered = "content_call.recovered"
 	EventContentCallReask     = "content_call.reask"
+	EventToolInterrupted      = "tool.interrupted"
+	EventJobResumed           = "job.resumed"
 	EventCheckpointFailed     = "checkpoint.failed"
 	EventLoopOutcome          = "loop.outcome"
 )

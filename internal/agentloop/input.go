@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/jetagent/jetagent/internal/clienttools"
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
 )
 
@@ -37,4 +38,10 @@ type Input struct {
 	// Resume, when set, continues from a checkpoint instead of starting
 	// from System/History/Task.
 	Resume *Checkpoint
+	// Journal, when set, journals the job's effects (tool and client-tool
+	// calls) and each round's model answer, so that an attempt after a
+	// crash neither repeats a completed call nor asks the model again for
+	// a round whose calls began (internal/journal). Its idempotency keys
+	// are JobID and the call id.
+	Journal *journal.Journal
 }

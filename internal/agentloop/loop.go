@@ -70,6 +70,7 @@ func (l *Loop) Run(ctx context.Context, in Input) (*Result, error) {
 		l.emitOutcome(ctx, in.Sink, res, err)
 		return res, err
 	}
+	j.emitResumed(ctx)
 	res, err := j.run(ctx)
 	l.emitOutcome(ctx, j.sink, res, err)
 	return res, err
@@ -244,7 +245,7 @@ func (j *job) emit(ctx context.Context, typ string, round int, data map[string]a
 func (j *job) run(ctx context.Context) (*Result, error) {
 	for j.rounds < j.maxRounds {
 		round := j.rounds + 1
-		turn, err := j.ask(ctx, round)
+		turn, err := j.turn(ctx, round)
 		if err != nil {
 			return j.fail(ctx, err)
 		}
@@ -256,6 +257,11 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		if ctx.Err() != nil {
 			// The round is incomplete: it does not enter history.
 			return j.fail(ctx, ctx.Err())
+		}
+		for _, c := range turn.calls {
+			if c.fatal != nil {
+				return j.fail(ctx, c.fatal)
+			}
 		}
 		j.messages = append(j.messages, turn.msg)
 		j.noteCallIDs(turn.msg)

@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
 )
 
@@ -25,6 +26,8 @@ func classify(err error) error {
 	case errors.As(err, &api) && api.Retryable:
 		return jobs.Retryable(err)
 	case errors.As(err, &netErr): // the provider is unreachable
+		return jobs.Retryable(err)
+	case errors.Is(err, journal.ErrUnavailable): // NATS could not store an intent
 		return jobs.Retryable(err)
 	}
 	return err

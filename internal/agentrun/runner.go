@@ -13,6 +13,7 @@ import (
 	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/reflect"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -114,6 +115,14 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 			log.Warn("event lost", "type", e.Type, "err", err)
 		}
 	})
+	prior, err := env.LoadJournal(ctx)
+	if err != nil {
+		// Without it a completed call could run again: another attempt.
+		return nil, jobs.Retryable(err)
+	}
+	if in.Journal, err = journal.New(env.Journal(), prior); err != nil {
+		return nil, err
+	}
 	in.Checkpoints = checkpoints{env}
 	cp, err := loadCheckpoint(ctx, env)
 	if err != nil {

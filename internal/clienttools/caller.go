@@ -13,6 +13,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -94,7 +95,8 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		return toolcache.Result{}, fmt.Errorf("client tool %q: request id: %w", name, err)
 	}
 	deadline := time.Now().Add(c.o.Timeout)
-	req := Request{V: WireVersion, ID: hex.EncodeToString(idb), JobID: c.jobID, Tool: name, Arguments: string(args), DeadlineMS: deadline.UnixMilli()}
+	req := Request{V: WireVersion, ID: hex.EncodeToString(idb), JobID: c.jobID, Tool: name, Arguments: string(args),
+		DeadlineMS: deadline.UnixMilli(), IdempotencyKey: journal.KeyFromContext(ctx)}
 	req.Sign(c.secret)
 	data, err := json.Marshal(&req)
 	if err != nil {

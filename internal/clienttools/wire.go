@@ -30,8 +30,11 @@ type Request struct {
 	// in OpenAI tool calls, so that every language can MAC the exact bytes.
 	Arguments string `json:"arguments"`
 	// DeadlineMS is when the worker stops waiting (Unix milliseconds).
-	DeadlineMS int64  `json:"deadline_ms"`
-	MAC        string `json:"mac"`
+	DeadlineMS int64 `json:"deadline_ms"`
+	// IdempotencyKey is the same for every request of one call, in every
+	// attempt of the job (internal/journal); not covered by the MAC.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	MAC            string `json:"mac"`
 }
 
 // Answer is what the submitter publishes to the request's reply subject.

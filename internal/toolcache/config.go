@@ -77,6 +77,14 @@ type ServerConfig struct {
 	Allow    []string `json:"allow,omitempty"`
 	Deny     []string `json:"deny,omitempty"`
 	Disabled bool     `json:"disabled,omitempty"`
+	// ToolHints override the hints the server gives its tools, by glob
+	// over the server's own tool names: {"get_*": {"readOnlyHint": true},
+	// "send_mail": {"idempotentHint": false}}. A field set here replaces
+	// the server's; globs apply in name order, exact names last. The
+	// journal resends a call interrupted by a crash only when its tool is
+	// read-only or idempotent, so this is how an operator vouches for (or
+	// against) a server that gives no hints or wrong ones.
+	ToolHints map[string]Annotations `json:"toolHints,omitempty"`
 	// ProtocolVersion pins the MCP protocol version offered in initialize.
 	// Empty means the newest version that uses the initialize handshake
 	// (2025-11-25), which every current server answers at once; see doc.go.
@@ -251,6 +259,11 @@ func (sc *ServerConfig) validate() error {
 	if err := checkGlobs("deny", sc.Deny); err != nil {
 		return err
 	}
+	for g := range sc.ToolHints {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("toolHints: bad glob %q: %w", g, err)
+		}
+	}
 	if sc.ProtocolVersion != "" && !legacyProtocol(sc.ProtocolVersion) {
 		hint := ""
 		if modernProtocol(sc.ProtocolVersion) {
@@ -332,6 +345,40 @@ func (sc ServerConfig) maxConcurrent() int {
 // toolAllowed applies the server's allow/deny globs to a tool's own name.
 func (sc ServerConfig) toolAllowed(original string) bool {
 	return globsAllow(sc.Allow, sc.Deny, original)
+}
+
+// hints returns a tool's hints after the server config's ToolHints.
+func (sc ServerConfig) hints(original string, a Annotations) Annotations {
+	if len(sc.ToolHints) == 0 {
+		return a
+	}
+	globs := make([]string, 0, len(sc.ToolHints))
+	for g := range sc.ToolHints {
+		globs = append(globs, g)
+	}
+	// Exact names last, so they win over any glob; otherwise name order.
+	sort.Slice(globs, func(i, j int) bool {
+		ei, ej := !strings.ContainsAny(globs[i], `*?[\`), !strings.ContainsAny(globs[j], `*?[\`)
+		if ei != ej {
+			return ej
+		}
+		return globs[i] < globs[j]
+	})
+	for _, g := range globs {
+		if ok, _ := path.Match(g, original); !ok {
+			continue
+		}
+		o := sc.ToolHints[g]
+		for _, f := range []struct{ dst, src **bool }{
+			{&a.ReadOnlyHint, &o.ReadOnlyHint}, {&a.DestructiveHint, &o.DestructiveHint},
+			{&a.IdempotentHint, &o.IdempotentHint}, {&a.OpenWorldHint, &o.OpenWorldHint},
+		} {
+			if *f.src != nil {
+				*f.dst = *f.src
+			}
+		}
+	}
+	return a
 }
 
 // GlobsAllow reports whether name passes a job's allow and deny globs

@@ -21,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/jetagent/jetagent/internal/journal"
 )
 
 // legacyProtocol reports whether v is a protocol version negotiated with the
@@ -475,7 +477,12 @@ func (s *session) callTool(ctx context.Context, original string, args json.RawMe
 	defer func() { <-s.sem }()
 	var res *mcp.CallToolResult
 	err := s.do(ctx, string(mcp.MethodToolsCall), func(ctx context.Context) (err error) {
-		res, err = s.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: original, Arguments: args}})
+		req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: original, Arguments: args}}
+		if key := journal.KeyFromContext(ctx); key != "" {
+			// Servers that can deduplicate a call do, across attempts.
+			req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{journal.MetaKey: key}}
+		}
+		res, err = s.c.CallTool(ctx, req)
 		return err
 	})
 	if err != nil {

@@ -225,6 +225,7 @@ func (s *session) rawToolsList(pages []json.RawMessage, kept []mcp.Tool) ([]Tool
 			}
 			if keep[t.Original] && !seen[t.Original] && s.cfg.toolAllowed(t.Original) {
 				seen[t.Original] = true
+				t.Annotations = s.cfg.hints(t.Original, t.Annotations)
 				tools = append(tools, t)
 			}
 		}

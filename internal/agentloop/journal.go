@@ -1,0 +1,93 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jetagent/jetagent/internal/journal"
+	"github.com/jetagent/jetagent/internal/llm"
+)
+
+// journaledTurn is a round's accepted answer as the journal keeps it: the
+// message after call ids were fixed and content calls read, so a resumed
+// attempt runs the same calls under the same ids, and the usage it cost.
+type journaledTurn struct {
+	Message llm.Message `json:"message"`
+	Usage   Usage       `json:"usage"`
+}
+
+func turnKey(round int) string        { return fmt.Sprintf("t%d", round) }
+func callKey(round, index int) string { return fmt.Sprintf("c%d.%d", round, index) }
+
+// turn gets round's answer: the one an earlier attempt journaled, or the
+// model's. An answer with calls is journaled, with the intents of the
+// calls that start at once, before any of them runs: if it cannot be
+// stored the attempt ends (journal.ErrUnavailable), since a call whose
+// answer is not stored could later run again under another id.
+func (j *job) turn(ctx context.Context, round int) (turn, error) {
+	if j.in.Journal != nil {
+		if raw, ok := j.in.Journal.Value(turnKey(round)); ok {
+			var jt journaledTurn
+			if err := json.Unmarshal(raw, &jt); err != nil {
+				return turn{}, fmt.Errorf("agentloop: journaled answer of round %d: %w", round, err)
+			}
+			t := turn{msg: jt.Message}
+			for i, tc := range jt.Message.ToolCalls {
+				c := j.prepare(tc)
+				c.key = callKey(round, i)
+				t.calls = append(t.calls, c)
+			}
+			j.usage = addUsage(j.usage, jt.Usage, 1)
+			return t, nil
+		}
+	}
+	before := j.usage
+	t, err := j.ask(ctx, round)
+	if err != nil || len(t.calls) == 0 || j.in.Journal == nil {
+		return t, err
+	}
+	intents := map[string]journal.Call{}
+	for i, c := range t.calls {
+		c.key = callKey(round, i)
+		if jc, ok := j.journaled(c); ok && len(intents) < j.l.cfg.MaxParallelCalls {
+			intents[c.key] = jc
+		}
+	}
+	raw, err := json.Marshal(journaledTurn{Message: t.msg, Usage: addUsage(j.usage, before, -1)})
+	if err != nil {
+		return turn{}, fmt.Errorf("agentloop: journal answer of round %d: %w", round, err)
+	}
+	if err := j.in.Journal.RecordValue(ctx, turnKey(round), raw, intents); err != nil {
+		return turn{}, err
+	}
+	return t, nil
+}
+
+// emitResumed says where an attempt that continues an earlier one starts.
+func (j *job) emitResumed(ctx context.Context) {
+	var st journal.Stats
+	if j.in.Journal != nil {
+		st = j.in.Journal.Prior()
+	}
+	if j.in.Resume == nil && st == (journal.Stats{}) {
+		return
+	}
+	j.emit(ctx, EventJobResumed, j.rounds+1, map[string]any{
+		"from_round":      j.rounds + 1,
+		"rounds_done":     j.rounds,
+		"answers":         st.Values,
+		"calls_completed": st.Completed,
+		"calls_in_flight": st.InFlight,
+	})
+}
+
+// addUsage returns a + sign*b.
+func addUsage(a, b Usage, sign int64) Usage {
+	a.PromptTokens += sign * b.PromptTokens
+	a.CompletionTokens += sign * b.CompletionTokens
+	a.CachedPromptTokens += sign * b.CachedPromptTokens
+	a.ToolDefTokens += sign * b.ToolDefTokens
+	a.FullModeToolDefTokens += sign * b.FullModeToolDefTokens
+	return a
+}

@@ -1,0 +1,240 @@
+package agentloop_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/journal"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// dyingStore is a journal store that dies like a killed worker: once
+// killed, nothing more is stored.
+type dyingStore struct {
+	mu   sync.Mutex
+	m    map[string][]byte
+	dead bool
+}
+
+func (s *dyingStore) Put(_ context.Context, key string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return errors.New("worker killed")
+	}
+	if s.m == nil {
+		s.m = map[string][]byte{}
+	}
+	s.m[key] = append([]byte(nil), v...)
+	return nil
+}
+
+func (s *dyingStore) kill() { s.mu.Lock(); s.dead = true; s.mu.Unlock() }
+
+func (s *dyingStore) snapshot() map[string][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.m)
+}
+
+// effects is an MCP server whose tools count their runs: write has
+// side effects, read is marked read-only. onWrite runs inside write.
+type effects struct {
+	mu      sync.Mutex
+	runs    map[string]int // tool:arg -> runs
+	keys    []string       // idempotency keys seen in _meta
+	onWrite func(arg string)
+}
+
+func (e *effects) server() *server.MCPServer {
+	s := server.NewMCPServer("effects", "1.0.0", server.WithToolCapabilities(true))
+	schema := json.RawMessage(`{"type":"object","properties":{"arg":{"type":"string"}},"required":["arg"]}`)
+	handler := func(name string) server.ToolHandlerFunc {
+		return func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			arg := req.GetString("arg", "")
+			e.mu.Lock()
+			if e.runs == nil {
+				e.runs = map[string]int{}
+			}
+			e.runs[name+":"+arg]++
+			if m := req.Params.Meta; m != nil {
+				if k, ok := m.AdditionalFields[journal.MetaKey].(string); ok {
+					e.keys = append(e.keys, k)
+				}
+			}
+			hook := e.onWrite
+			e.mu.Unlock()
+			if name == "write" && hook != nil {
+				hook(arg)
+			}
+			return mcp.NewToolResultText(name + " " + arg + " done"), nil
+		}
+	}
+	write := mcp.NewToolWithRawSchema("write", "Write something (a side effect).", schema)
+	read := mcp.NewToolWithRawSchema("read", "Read something.", schema)
+	read.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
+	s.AddTool(write, handler("write"))
+	s.AddTool(read, handler("read"))
+	return s
+}
+
+func (e *effects) count(key string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runs[key]
+}
+
+func effectsView(t *testing.T, e *effects) *toolcache.View {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p, err := toolcache.NewPool(ctx, toolcache.Config{},
+		toolcache.WithInProcessServer("fx", e.server(), toolcache.ServerConfig{}),
+		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	v, err := p.View(t.Name(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	return v
+}
+
+func newJournal(t *testing.T, s journal.Store, prior map[string][]byte) *journal.Journal {
+	t.Helper()
+	j, err := journal.New(s, prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// A worker killed in the middle of a round's calls: the next attempt
+// takes the round's answer from the journal (the model is not asked for
+// it again), completed calls are not run again, the interrupted write is
+// reported to the model and not sent again, and a read-only call in
+// flight is simply sent again. Every call carries its idempotency key.
+func TestJournalNoCompletedCallRunsAgain(t *testing.T) {
+	t.Parallel()
+	fx := &effects{}
+	tools := effectsView(t, fx)
+	store := &dyingStore{}
+	cps := &checkpoints{}
+	ctx1, kill := context.WithCancel(t.Context())
+	defer kill()
+	fx.onWrite = func(arg string) {
+		if arg == "c" { // the worker dies while write(c) runs
+			store.kill()
+			kill()
+		}
+	}
+	s1 := llmtest.NewServer(t,
+		toolReply(call("write", `{"arg":"a"}`)),
+		toolReply(call("write", `{"arg":"b"}`), call("read", `{"arg":"x"}`), call("write", `{"arg":"c"}`)),
+	)
+	in := agentloop.Input{JobID: "job-1", Task: "go", Tools: tools, Mode: agentloop.ModeFull, Checkpoints: cps}
+	in.Journal = newJournal(t, store, nil)
+	if _, err := newLoop(t, s1, agentloop.Config{MaxParallelCalls: 1}).Run(ctx1, in); err == nil {
+		t.Fatal("the killed attempt succeeded")
+	}
+	if len(cps.states) != 1 {
+		t.Fatalf("checkpoints %d, want round 1's", len(cps.states))
+	}
+
+	// The next attempt, from round 1's checkpoint and the journal.
+	fx.onWrite = nil
+	var ev events
+	s2 := llmtest.NewServer(t, textReply("all done"))
+	in.Resume, in.Sink = &cps.states[0], &ev
+	in.Journal = newJournal(t, &dyingStore{m: store.snapshot()}, store.snapshot())
+	res, err := newLoop(t, s2, agentloop.Config{MaxParallelCalls: 1}).Run(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "all done" || len(s2.Requests()) != 1 {
+		t.Fatalf("answer %q after %d requests; want round 2 not asked again", res.Answer, len(s2.Requests()))
+	}
+	for _, k := range []string{"write:a", "write:b", "write:c"} {
+		if n := fx.count(k); n > 1 {
+			t.Errorf("%s ran %d times", k, n)
+		}
+	}
+	if n := fx.count("write:c"); n != 1 {
+		t.Errorf("write:c ran %d times, want once", n)
+	}
+	// b either completed before the kill (replayed) or never started (its
+	// intent could not be stored, so it runs now): once either way.
+	if n := fx.count("write:b"); n != 1 {
+		t.Errorf("write:b ran %d times, want once", n)
+	}
+	if fx.count("read:x") < 1 {
+		t.Error("read:x never ran")
+	}
+	var interrupted []string
+	for _, e := range ev.of(agentloop.EventToolInterrupted) {
+		interrupted = append(interrupted, e.Data["tool"].(string))
+		if e.Data["idempotency_key"] == "" {
+			t.Errorf("interrupted event without key: %v", e.Data)
+		}
+	}
+	if strings.Join(interrupted, ",") != "write" {
+		t.Errorf("interrupted = %v, want write(c) only", interrupted)
+	}
+	if r := ev.of(agentloop.EventJobResumed); len(r) != 1 || r[0].Data["from_round"] != 2 || r[0].Data["calls_in_flight"] == 0 {
+		t.Errorf("job.resumed = %+v", r)
+	}
+	// The model sees the interruption as write(c)'s result.
+	var sawInterrupted bool
+	for _, m := range s2.Requests()[0].Messages {
+		if m.Role == llm.RoleTool && strings.Contains(m.Content, "was interrupted") {
+			sawInterrupted = true
+		}
+	}
+	if !sawInterrupted {
+		t.Error("the model was not told write(c) was interrupted")
+	}
+	fx.mu.Lock()
+	defer fx.mu.Unlock()
+	for _, k := range fx.keys {
+		if !strings.HasPrefix(k, "job-1/") {
+			t.Errorf("idempotency key %q", k)
+		}
+	}
+	if len(fx.keys) == 0 {
+		t.Error("no idempotency key reached the server")
+	}
+}
+
+// A journal that cannot store the round's answer ends the attempt before
+// any call runs.
+func TestJournalUnavailableRunsNothing(t *testing.T) {
+	t.Parallel()
+	fx := &effects{}
+	tools := effectsView(t, fx)
+	store := &dyingStore{dead: true}
+	s := llmtest.NewServer(t, toolReply(call("write", `{"arg":"a"}`)))
+	in := agentloop.Input{JobID: "j", Task: "go", Tools: tools, Mode: agentloop.ModeFull, Journal: newJournal(t, store, nil)}
+	_, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), in)
+	if !errors.Is(err, journal.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if n := fx.count("write:a"); n != 0 {
+		t.Fatalf("write ran %d times", n)
+	}
+}
