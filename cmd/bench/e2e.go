@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -36,6 +37,11 @@ type E2ERow struct {
 	P99ms         float64 `json:"p99_ms"`
 	InMsgsPerJob  float64 `json:"nats_in_msgs_per_job"`
 	OutMsgsPerJob float64 `json:"nats_out_msgs_per_job"`
+	// WorkerSentPerJob and WorkerGotPerJob are the messages the workers'
+	// own connections sent to the server and got from it (server.Connz),
+	// per job: the worker's share of the two above.
+	WorkerSentPerJob float64 `json:"worker_sent_msgs_per_job"`
+	WorkerGotPerJob  float64 `json:"worker_got_msgs_per_job"`
 	// CPUMsPerJob is the CPU time (user + system) of this whole process
 	// and its MCP server children over the timed jobs, divided by them.
 	CPUMsPerJob float64 `json:"cpu_ms_per_job"`
@@ -48,6 +54,9 @@ type E2ERow struct {
 	SeenMode string `json:"seen_mode"`
 	// LittleBound is C / (2 × model latency), jobs/s (model-latency rows).
 	LittleBound float64 `json:"littles_law_bound_jobs_per_s,omitempty"`
+	// NetRTTms is the measured round trip of the workers' connection
+	// (nats.Conn.RTT through the delay proxy; TCP rows only).
+	NetRTTms float64 `json:"net_rtt_ms,omitempty"`
 	// Mem is set on the memory row only.
 	Mem *MemRow `json:"memory,omitempty"`
 }
@@ -65,6 +74,11 @@ type e2eSetup struct {
 	// search_tools, then call_tool (three model requests per job).
 	mode   string
 	search bool
+	// tcp makes the workers connect over TCP (the embedded server listens
+	// on a loopback port) instead of in process; netDelay > 0 puts a
+	// delayProxy of that one-way delay between them and the server.
+	tcp      bool
+	netDelay time.Duration
 }
 
 // reqsPerJob is the model requests one job takes.
@@ -155,11 +169,84 @@ func (s *scripted) reply(req llmtest.RecordedRequest) llmtest.Reply {
 	return viaCallTool
 }
 
+// benchWorker is one worker as a worker process has it: its own
+// connection, pool (its own mcpserver process) and model client.
+type benchWorker struct {
+	w    *jobs.Worker
+	pool *toolcache.Pool
+}
+
+// startWorker makes worker i of su on nc, its runner wrapped by wrap (nil:
+// as it is); stops gets what undoes it. The worker runs from start.
+func startWorker(ctx context.Context, nc *nats.Conn, su e2eSetup, modelURL string, i int,
+	wrap func(jobs.Runner) jobs.Runner, stops *[]func() error) (*benchWorker, error) {
+	quiet := slog.New(slog.DiscardHandler)
+	pool, err := toolcache.NewPool(ctx, toolcache.Config{Servers: map[string]toolcache.ServerConfig{
+		"example": {Command: su.mcp},
+	}}, append(inProcessServers(su.catalog), toolcache.WithLogger(quiet))...)
+	if err != nil {
+		return nil, err
+	}
+	*stops = append(*stops, pool.Close)
+	mc, err := llm.New(llm.Config{BaseURL: modelURL, APIKey: "scripted", Model: "scripted"})
+	if err != nil {
+		return nil, err
+	}
+	loop, err := agentloop.New(agentloop.Config{LLM: mc})
+	if err != nil {
+		return nil, err
+	}
+	var runner jobs.Runner
+	runner, err = agentrun.New(agentrun.Config{Loop: loop, Pool: pool, Model: "scripted", Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	if wrap != nil {
+		runner = wrap(runner)
+	}
+	w, err := jobs.NewWorker(jobs.Config{Conn: nc, Runner: runner, Concurrency: su.conc,
+		KnownServer: pool.HasServer, Admit: agentrun.Admit, FetchWait: 250 * time.Millisecond,
+		WorkerID: fmt.Sprintf("bench-%d", i), ShutdownGrace: 5 * time.Second, Logger: quiet})
+	if err != nil {
+		return nil, err
+	}
+	return &benchWorker{w: w, pool: pool}, nil
+}
+
+// start runs the worker until stops are called and waits until it is ready.
+func (bw *benchWorker) start(ctx context.Context, stops *[]func() error) error {
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- bw.w.Run(wctx) }()
+	*stops = append(*stops, func() error { wcancel(); return <-done })
+	select {
+	case <-bw.w.Ready():
+		return nil
+	case err := <-done:
+		return fmt.Errorf("worker %s: %w", bw.w.ID(), err)
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("worker %s not ready after 30s", bw.w.ID())
+	}
+}
+
+// findAdd notes the model-facing name of the example server's add.
+func (s *scripted) findAdd(pool *toolcache.Pool) error {
+	for _, t := range pool.Registry().List() {
+		if t.Server == "example" && t.Original == "add" {
+			s.addName.Store(&t.Name)
+			return nil
+		}
+	}
+	return errors.New(`the pool lists no "add" of the example server`)
+}
+
 func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	quiet := slog.New(slog.DiscardHandler)
 	ec := jobs.EmbeddedConfig{DataDir: su.dir}
+	if su.tcp {
+		ec.Listen = "127.0.0.1:0"
+	}
 	sc := &scripted{delay: su.delay, search: su.search}
 	ns, err := jobs.StartEmbedded(ec)
 	if err != nil {
@@ -176,63 +263,36 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 	// process) and model client, as separate worker processes would have.
 	var stops []func() error
 	var viewTools int
+	var rtt time.Duration
 	defer func() {
 		for _, stop := range slices.Backward(stops) {
 			err = errors.Join(err, stop())
 		}
 	}()
 	for i := range su.workers {
-		nc, err := jobs.ConnectEmbedded(ns, ec, fmt.Sprintf("bench-worker-%d", i))
+		name := fmt.Sprintf("bench-worker-%d", i)
+		var nc *nats.Conn
+		if su.tcp {
+			nc, rtt, err = dialWorker(ns, su.netDelay, name, &stops)
+		} else {
+			nc, err = jobs.ConnectEmbedded(ns, ec, name)
+		}
 		if err != nil {
 			return nil, err
 		}
 		stops = append(stops, func() error { nc.Close(); return nil })
-		pool, err := toolcache.NewPool(ctx, toolcache.Config{Servers: map[string]toolcache.ServerConfig{
-			"example": {Command: su.mcp},
-		}}, append(inProcessServers(su.catalog), toolcache.WithLogger(quiet))...)
+		bw, err := startWorker(ctx, nc, su, model.URL(), i, nil, &stops)
 		if err != nil {
 			return nil, err
 		}
-		stops = append(stops, pool.Close)
 		if i == 0 {
-			viewTools = pool.Registry().Count()
-			for _, t := range pool.Registry().List() {
-				if t.Server == "example" && t.Original == "add" {
-					sc.addName.Store(&t.Name)
-				}
-			}
-			if sc.addName.Load() == nil {
-				return nil, errors.New(`the pool lists no "add" of the example server`)
+			viewTools = bw.pool.Registry().Count()
+			if err := sc.findAdd(bw.pool); err != nil {
+				return nil, err
 			}
 		}
-		mc, err := llm.New(llm.Config{BaseURL: model.URL(), APIKey: "scripted", Model: "scripted"})
-		if err != nil {
+		if err := bw.start(ctx, &stops); err != nil {
 			return nil, err
-		}
-		loop, err := agentloop.New(agentloop.Config{LLM: mc})
-		if err != nil {
-			return nil, err
-		}
-		runner, err := agentrun.New(agentrun.Config{Loop: loop, Pool: pool, Model: "scripted", Logger: quiet})
-		if err != nil {
-			return nil, err
-		}
-		w, err := jobs.NewWorker(jobs.Config{Conn: nc, Runner: runner, Concurrency: su.conc,
-			KnownServer: pool.HasServer, Admit: agentrun.Admit, FetchWait: 250 * time.Millisecond,
-			WorkerID: fmt.Sprintf("bench-%d", i), ShutdownGrace: 5 * time.Second, Logger: quiet})
-		if err != nil {
-			return nil, err
-		}
-		wctx, wcancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- w.Run(wctx) }()
-		stops = append(stops, func() error { wcancel(); return <-done })
-		select {
-		case <-w.Ready():
-		case err := <-done:
-			return nil, fmt.Errorf("worker %d: %w", i, err)
-		case <-time.After(30 * time.Second):
-			return nil, fmt.Errorf("worker %d not ready after 30s", i)
 		}
 	}
 
@@ -311,6 +371,10 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 		return nil, err
 	}
 	in0, out0 := before.InMsgs, before.OutMsgs
+	wsent0, wgot0, err := workerMsgs(ns)
+	if err != nil {
+		return nil, err
+	}
 	cpu0 := cpuTime()
 	start := time.Now()
 	lat, failed, err := run("job", su.jobs)
@@ -320,6 +384,10 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 	elapsed := time.Since(start)
 	cpu := cpuTime() - cpu0
 	after, err := ns.Varz(nil)
+	if err != nil {
+		return nil, err
+	}
+	wsent, wgot, err := workerMsgs(ns)
 	if err != nil {
 		return nil, err
 	}
@@ -336,11 +404,58 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 		Failed: failed, JobsPerSec: n / elapsed.Seconds(),
 		P50ms: ms(quantile(lat, 0.50)), P99ms: ms(quantile(lat, 0.99)),
 		InMsgsPerJob: float64(after.InMsgs-in0) / n, OutMsgsPerJob: float64(after.OutMsgs-out0) / n,
-		CPUMsPerJob: 1000 * cpu / n, ViewTools: viewTools, ToolMode: su.mode, SeenMode: *sc.mode.Load()}
+		WorkerSentPerJob: float64(wsent-wsent0) / n, WorkerGotPerJob: float64(wgot-wgot0) / n,
+		CPUMsPerJob: 1000 * cpu / n, ViewTools: viewTools, ToolMode: su.mode, SeenMode: *sc.mode.Load(),
+		NetRTTms: ms(rtt)}
 	if su.delay > 0 {
 		r.LittleBound = float64(su.conc) / (2 * su.delay.Seconds())
 	}
 	return r, nil
+}
+
+// dialWorker connects a worker to ns over TCP, through a delayProxy when
+// delay > 0, and returns the connection's measured round trip (the median
+// of nine).
+func dialWorker(ns *server.Server, delay time.Duration, name string, stops *[]func() error) (*nats.Conn, time.Duration, error) {
+	url := ns.ClientURL()
+	if delay > 0 {
+		p, err := startProxy(ns.Addr().String(), delay)
+		if err != nil {
+			return nil, 0, err
+		}
+		*stops = append(*stops, p.Close)
+		url = p.URL()
+	}
+	nc, err := nats.Connect(url, nats.Name(name))
+	if err != nil {
+		return nil, 0, err
+	}
+	var rtts []time.Duration
+	for range 9 {
+		d, err := nc.RTT()
+		if err != nil {
+			nc.Close()
+			return nil, 0, err
+		}
+		rtts = append(rtts, d)
+	}
+	slices.Sort(rtts)
+	return nc, rtts[len(rtts)/2], nil
+}
+
+// workerMsgs sums the messages the workers' connections (named
+// bench-worker-*) sent to the server and got from it so far.
+func workerMsgs(ns *server.Server) (sent, got int64, err error) {
+	cz, err := ns.Connz(&server.ConnzOptions{Limit: 1 << 16})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, c := range cz.Conns {
+		if strings.HasPrefix(c.Name, "bench-worker") {
+			sent, got = sent+c.InMsgs, got+c.OutMsgs
+		}
+	}
+	return sent, got, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -32,6 +32,13 @@ type Options struct {
 	CatalogConc int   // jobs in flight for the large-catalog CPU row
 	SearchJobs  int   // jobs per search-mode row, one in flight (0: skip the part)
 	SearchSizes []int // catalog sizes of the search-mode rows
+	// RTJobs is the jobs of each round-trip row (0: skip the part);
+	// NetDelay the one-way delay the proxy adds.
+	RTJobs   int
+	NetDelay time.Duration
+	// FullQueue is the jobs queued before one worker of FullQueueConc
+	// slots starts, on a nats-server process (0: skip the part).
+	FullQueue, FullQueueConc int
 }
 
 // Report is everything one run measured.
@@ -48,6 +55,11 @@ type Report struct {
 	// Search is search-mode jobs on the example catalog and on catalogs of
 	// SearchSizes tools.
 	Search []E2ERow `json:"search_mode,omitempty"`
+	// RoundTrips is the same one-job-at-a-time run with the worker's NATS
+	// connection direct and through a delay proxy.
+	RoundTrips *RoundTripReport `json:"round_trips,omitempty"`
+	// FullQueue is one worker working through a full queue.
+	FullQueue *QueueRow `json:"full_queue,omitempty"`
 	// Skipped says which parts were skipped and why.
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -59,6 +71,15 @@ type CatalogReport struct {
 	LargeCPU E2ERow `json:"captured_cpu"`
 	SmallMem MemRow `json:"example_memory"`
 	LargeMem MemRow `json:"captured_memory"`
+}
+
+// RoundTripReport counts a job's sequential NATS round trips: the extra
+// time per job (1 / jobs/s, one job in flight) a network delay on the
+// worker's connection costs, divided by the measured round trip.
+type RoundTripReport struct {
+	Direct  E2ERow  `json:"direct"`
+	Delayed E2ERow  `json:"delayed"`
+	PerJob  float64 `json:"round_trips_per_job"`
 }
 
 // Machine names where the numbers come from.
@@ -85,6 +106,10 @@ func main() {
 	flag.IntVar(&o.SearchJobs, "search-jobs", 100, "jobs per search-mode row, one in flight (0: skip)")
 	var sizes string
 	flag.StringVar(&sizes, "search-sizes", "1000,10000", "catalog sizes of the search-mode rows, comma-separated")
+	flag.IntVar(&o.RTJobs, "rt-jobs", 100, "jobs per round-trip row, one in flight (0: skip the part)")
+	flag.DurationVar(&o.NetDelay, "net-delay", time.Millisecond, "one-way delay the proxy adds to the worker's connection in the round-trip part")
+	flag.IntVar(&o.FullQueue, "full-queue", 3000, "jobs queued before the worker starts, on a nats-server process (0: skip the part)")
+	flag.IntVar(&o.FullQueueConc, "full-queue-concurrency", 256, "the worker's slots in the full-queue part")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
 	flag.Parse()
 	var err error
@@ -173,6 +198,32 @@ func Run(ctx context.Context, o Options, logw io.Writer) (*Report, error) {
 		}
 		if o.ModelDelay == 0 {
 			break
+		}
+	}
+	if o.RTJobs > 0 {
+		rt := &RoundTripReport{}
+		for i, delay := range []time.Duration{0, o.NetDelay} {
+			fmt.Fprintf(logw, "bench: round trips, worker connection over TCP, one-way delay %s, %d jobs\n", delay, o.RTJobs)
+			r, err := measureE2E(ctx, e2eSetup{dir: filepath.Join(dir, fmt.Sprintf("rt%d", i)), mcp: bin,
+				workers: 1, conc: 1, jobs: o.RTJobs, tcp: true, netDelay: delay})
+			if err != nil {
+				return nil, fmt.Errorf("round trips, delay %s: %w", delay, err)
+			}
+			if delay == 0 {
+				rt.Direct = *r
+			} else {
+				rt.Delayed = *r
+			}
+		}
+		if rt.Delayed.NetRTTms > rt.Direct.NetRTTms {
+			rt.PerJob = (1000/rt.Delayed.JobsPerSec - 1000/rt.Direct.JobsPerSec) / (rt.Delayed.NetRTTms - rt.Direct.NetRTTms)
+		}
+		rep.RoundTrips = rt
+	}
+	if o.FullQueue > 0 {
+		fmt.Fprintf(logw, "bench: full queue, %d jobs queued, 1 worker of %d slots, nats-server process\n", o.FullQueue, o.FullQueueConc)
+		if rep.FullQueue, err = measureFullQueue(ctx, filepath.Join(dir, "fullqueue"), bin, o.FullQueueConc, o.FullQueue); err != nil {
+			return nil, fmt.Errorf("full queue: %w", err)
 		}
 	}
 	if o.Held > 0 {

@@ -15,15 +15,24 @@ func TestRunSmall(t *testing.T) {
 	}
 	var log bytes.Buffer
 	rep, err := Run(t.Context(), Options{Jobs: 5, RawMsgs: 40, Conc: []int{2}, Workers: []int{1}, ModelDelay: 10 * time.Millisecond, Held: 3,
-		Catalogs: "../../../shared/catalogs", CatalogHeld: 3, CatalogConc: 2, SearchJobs: 3, SearchSizes: []int{100, 300}}, &log)
+		Catalogs: "../../../shared/catalogs", CatalogHeld: 3, CatalogConc: 2, SearchJobs: 3, SearchSizes: []int{100, 300},
+		RTJobs: 3, NetDelay: time.Millisecond, FullQueue: 20, FullQueueConc: 4}, &log)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	if len(rep.Raw) != 4 || len(rep.E2E) != 1 || len(rep.Delayed) != 1 || rep.Memory == nil {
 		t.Fatalf("rows: raw %d, e2e %d, delayed %d", len(rep.Raw), len(rep.E2E), len(rep.Delayed))
 	}
+	if rep.RoundTrips == nil || rep.RoundTrips.Delayed.NetRTTms <= rep.RoundTrips.Direct.NetRTTms {
+		t.Fatalf("round trips %+v", rep.RoundTrips)
+	}
+	if q := rep.FullQueue; q == nil || q.Failed != 0 || q.Queued != 20 || q.BusyMean <= 0 || q.WorkerSentPerJob <= 0 {
+		t.Fatalf("full queue %+v", q)
+	}
 	rows := append(rep.E2E, rep.Delayed...)
-	wants := []string{"(a) raw JetStream", "(b) end to end", "(c) end to end", "NATS in/job", "CPU ms/job"}
+	rows = append(rows, rep.RoundTrips.Direct, rep.RoundTrips.Delayed)
+	wants := []string{"(a) raw JetStream", "(b) end to end", "(c) end to end", "NATS in/job", "CPU ms/job",
+		"(g) NATS round trips", "(h) full queue", "worker sent/job"}
 	if len(rep.Skipped) > 0 {
 		t.Logf("skipped: %v", rep.Skipped)
 		wants = append(wants, "skipped")
@@ -49,6 +58,9 @@ func TestRunSmall(t *testing.T) {
 		}
 	}
 	for _, r := range rep.E2E {
+		if r.WorkerSentPerJob <= 0 || r.WorkerGotPerJob <= 0 {
+			t.Errorf("no worker messages counted: %+v", r)
+		}
 		if r.CPUMsPerJob <= 0 {
 			t.Errorf("no CPU measured: %+v", r)
 		}

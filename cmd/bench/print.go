@@ -28,7 +28,7 @@ func (r *Report) Print(w io.Writer) error {
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, title)
-		head := "workers\tconcurrency\tjobs\tfailed\tjobs/s\tp50 ms\tp99 ms\tof sync pub\tNATS in/job\tNATS out/job\tCPU ms/job\t"
+		head := "workers\tconcurrency\tjobs\tfailed\tjobs/s\tp50 ms\tp99 ms\tof sync pub\tNATS in/job\tNATS out/job\tworker sent/job\tworker got/job\tCPU ms/job\t"
 		if little {
 			head = "workers\tconcurrency\tjobs\tfailed\tjobs/s\tp50 ms\tp99 ms\tLittle bound\tof bound\tNATS in/job\tNATS out/job\t"
 		}
@@ -44,7 +44,7 @@ func (r *Report) Print(w io.Writer) error {
 			}
 			fmt.Fprintf(tw, "%.1f\t%.1f\t", x.InMsgsPerJob, x.OutMsgsPerJob)
 			if !little {
-				fmt.Fprintf(tw, "%.2f\t", x.CPUMsPerJob)
+				fmt.Fprintf(tw, "%.1f\t%.1f\t%.2f\t", x.WorkerSentPerJob, x.WorkerGotPerJob, x.CPUMsPerJob)
 			}
 			fmt.Fprintln(tw)
 		}
@@ -55,7 +55,36 @@ func (r *Report) Print(w io.Writer) error {
 	}
 	if len(r.E2E) > 0 {
 		fmt.Fprintln(w, "  CPU ms/job: user+sys CPU of this process (worker(s), embedded NATS, and also the submitter and the\n"+
-			"  scripted model, which run in it: an upper bound for worker+NATS) plus the MCP server processes, over the timed jobs")
+			"  scripted model, which run in it: an upper bound for worker+NATS) plus the MCP server processes, over the timed jobs;\n"+
+			"  worker sent/got: messages of the workers' own connections to and from the server (server.Connz)")
+	}
+	if rt := r.RoundTrips; rt != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "(g) NATS round trips per job: one worker, one job in flight, its NATS connection over TCP, direct and")
+		fmt.Fprintln(w, "    through a proxy delaying each direction; round trips = extra ms per job / extra round-trip ms")
+		fmt.Fprintln(tw, "connection\tRTT ms\tjobs\tfailed\tjobs/s\tms/job\tp50 ms\tworker sent/job\tworker got/job\tCPU ms/job\t")
+		for _, x := range []struct {
+			name string
+			row  E2ERow
+		}{{"direct", rt.Direct}, {"delayed", rt.Delayed}} {
+			fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t\n", x.name, x.row.NetRTTms, x.row.Jobs, x.row.Failed,
+				x.row.JobsPerSec, 1000/x.row.JobsPerSec, x.row.P50ms, x.row.WorkerSentPerJob, x.row.WorkerGotPerJob, x.row.CPUMsPerJob)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "    sequential NATS round trips per job: %.1f\n", rt.PerJob)
+	}
+	if q := r.FullQueue; q != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "(h) full queue: %d jobs queued on a nats-server process, then one worker of %d slots over TCP (zero-latency\n", q.Queued, q.Concurrency)
+		fmt.Fprintln(w, "    model); busy = jobs in the runner, sampled every 5 ms until the last job started")
+		fmt.Fprintln(tw, "slots\tqueued\tfailed\tjobs/s\tbusy slots\tbusy share\tCPU ms/job (this process + MCP)\tnats-server CPU ms/job\tworker sent/job\tworker got/job\t")
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.0f%%\t%.2f\t%.2f\t%.1f\t%.1f\t\n", q.Concurrency, q.Queued, q.Failed, q.JobsPerSec,
+			q.BusyMean, 100*q.BusyMean/float64(q.Concurrency), q.CPUMsPerJob, q.NATSCPUMsPerJob, q.WorkerSentPerJob, q.WorkerGotPerJob)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	var delay string
 	if len(r.Delayed) > 0 {
