@@ -91,16 +91,16 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := js.ObjectStore(ctx, "AGENT_TRANSCRIPTS")
+	progress, err := js.KeyValue(ctx, "AGENT_JOURNAL")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := store.GetBytes(ctx, jobs.CheckpointName(id))
+	ent, err := progress.Get(ctx, id+".cp")
 	if err != nil {
 		t.Fatalf("no checkpoint while round 2 waits: %v", err)
 	}
 	var cp agentloop.Checkpoint
-	if err := json.Unmarshal(b, &cp); err != nil {
+	if err := json.Unmarshal(ent.Value(), &cp); err != nil {
 		t.Fatal(err)
 	}
 	if last := cp.Messages[len(cp.Messages)-1]; cp.Round != 1 || last.Role != llm.RoleTool || last.Content != "5" {
@@ -208,9 +208,9 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 			t.Errorf("%s: messages %+v", label, tr.Messages)
 		}
 	}
-	// A finished job leaves no checkpoint to resume from.
-	if _, err := store.GetInfo(ctx, jobs.CheckpointName(id)); !errors.Is(err, jetstream.ErrObjectNotFound) {
-		t.Errorf("checkpoint after success: %v", err)
+	// A finished job leaves no checkpoint or journal to resume from.
+	if left := journalKeys(ctx, t, progress, id); len(left) > 0 {
+		t.Errorf("journal keys after success: %v", left)
 	}
 
 	// A graceful stop closes the MCP servers too.
