@@ -57,6 +57,9 @@ type E2ERow struct {
 	// NetRTTms is the measured round trip of the workers' connection
 	// (nats.Conn.RTT through the delay proxy; TCP rows only).
 	NetRTTms float64 `json:"net_rtt_ms,omitempty"`
+	// CycleP50ms is the median time from one job's submission to the
+	// next's (one job in flight only).
+	CycleP50ms float64 `json:"cycle_p50_ms,omitempty"`
 	// Mem is set on the memory row only.
 	Mem *MemRow `json:"memory,omitempty"`
 }
@@ -311,9 +314,11 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 		return nil, err
 	}
 
+	var submitted []time.Time // of the last run's jobs
 	run := func(prefix string, n int) ([]time.Duration, int, error) {
 		var next atomic.Int64
 		lat := make([]time.Duration, n)
+		submitted = make([]time.Time, n)
 		var failed atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, su.conc)
@@ -329,6 +334,7 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 					id := fmt.Sprintf("%s-%d", prefix, i)
 					ch := finished.expect(id)
 					t0 := time.Now()
+					submitted[i] = t0
 					if _, err := client.Submit(ctx, &jobs.Job{ID: id, Task: "What is 1 + 2?", ToolMode: su.mode}); err != nil {
 						errs <- fmt.Errorf("submit %s: %w", id, err)
 						return
@@ -399,6 +405,17 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 		return nil, fmt.Errorf("%d searches did not find the example server's add", n)
 	}
 	slices.Sort(lat)
+	var cycle time.Duration
+	if su.conc == 1 && len(submitted) > 1 {
+		// One job in flight: a job's cycle is from its submission to the
+		// next's, which follows its terminal state.
+		gaps := make([]time.Duration, len(submitted)-1)
+		for i := range gaps {
+			gaps[i] = submitted[i+1].Sub(submitted[i])
+		}
+		slices.Sort(gaps)
+		cycle = quantile(gaps, 0.5)
+	}
 	n := float64(su.jobs)
 	r := &E2ERow{Workers: su.workers, Concurrency: su.conc, ModelLatency: su.delay.String(), Jobs: su.jobs,
 		Failed: failed, JobsPerSec: n / elapsed.Seconds(),
@@ -406,7 +423,7 @@ func measureE2E(ctx context.Context, su e2eSetup) (_ *E2ERow, err error) {
 		InMsgsPerJob: float64(after.InMsgs-in0) / n, OutMsgsPerJob: float64(after.OutMsgs-out0) / n,
 		WorkerSentPerJob: float64(wsent-wsent0) / n, WorkerGotPerJob: float64(wgot-wgot0) / n,
 		CPUMsPerJob: 1000 * cpu / n, ViewTools: viewTools, ToolMode: su.mode, SeenMode: *sc.mode.Load(),
-		NetRTTms: ms(rtt)}
+		NetRTTms: ms(rtt), CycleP50ms: ms(cycle)}
 	if su.delay > 0 {
 		r.LittleBound = float64(su.conc) / (2 * su.delay.Seconds())
 	}

@@ -74,8 +74,9 @@ type CatalogReport struct {
 }
 
 // RoundTripReport counts a job's sequential NATS round trips: the extra
-// time per job (1 / jobs/s, one job in flight) a network delay on the
-// worker's connection costs, divided by the measured round trip.
+// time per job (the median cycle, submission to the next submission, one
+// job in flight) a network delay on the worker's connection costs, divided
+// by the extra round trip measured on that connection.
 type RoundTripReport struct {
 	Direct  E2ERow  `json:"direct"`
 	Delayed E2ERow  `json:"delayed"`
@@ -216,7 +217,7 @@ func Run(ctx context.Context, o Options, logw io.Writer) (*Report, error) {
 			}
 		}
 		if rt.Delayed.NetRTTms > rt.Direct.NetRTTms {
-			rt.PerJob = (1000/rt.Delayed.JobsPerSec - 1000/rt.Direct.JobsPerSec) / (rt.Delayed.NetRTTms - rt.Direct.NetRTTms)
+			rt.PerJob = (rt.Delayed.CycleP50ms - rt.Direct.CycleP50ms) / (rt.Delayed.NetRTTms - rt.Direct.NetRTTms)
 		}
 		rep.RoundTrips = rt
 	}
