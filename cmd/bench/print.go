@@ -79,10 +79,11 @@ func (r *Report) Print(w io.Writer) error {
 	if q := r.FullQueue; q != nil {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "(h) full queue: %d jobs queued on a nats-server process, then one worker of %d slots over TCP (zero-latency\n", q.Queued, q.Concurrency)
-		fmt.Fprintln(w, "    model); busy = jobs in the runner, sampled every 5 ms until the last job started")
-		fmt.Fprintln(tw, "slots\tqueued\tfailed\tjobs/s\tbusy slots\tbusy share\tCPU ms/job (this process + MCP)\tnats-server CPU ms/job\tworker sent/job\tworker got/job\t")
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.0f%%\t%.2f\t%.2f\t%.1f\t%.1f\t\n", q.Concurrency, q.Queued, q.Failed, q.JobsPerSec,
-			q.BusyMean, 100*q.BusyMean/float64(q.Concurrency), q.CPUMsPerJob, q.NATSCPUMsPerJob, q.WorkerSentPerJob, q.WorkerGotPerJob)
+		fmt.Fprintln(w, "    model); busy = slots holding a job (the consumer's ack pending), running = jobs in the runner; means of")
+		fmt.Fprintln(w, "    samples every 10 ms until the last job started")
+		fmt.Fprintln(tw, "slots\tqueued\tfailed\tjobs/s\tbusy slots\tbusy share\trunning\tCPU ms/job (this process + MCP)\tnats-server CPU ms/job\tworker sent/job\tworker got/job\t")
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.0f%%\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\t\n", q.Concurrency, q.Queued, q.Failed, q.JobsPerSec,
+			q.BusyMean, 100*q.BusyMean/float64(q.Concurrency), q.RunningMean, q.CPUMsPerJob, q.NATSCPUMsPerJob, q.WorkerSentPerJob, q.WorkerGotPerJob)
 		if err := tw.Flush(); err != nil {
 			return err
 		}

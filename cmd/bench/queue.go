@@ -31,10 +31,13 @@ type QueueRow struct {
 	Queued      int     `json:"queued"`
 	Failed      int     `json:"failed"`
 	JobsPerSec  float64 `json:"jobs_per_s"`
-	// BusyMean is the mean number of jobs in the runner, sampled every
-	// 5 ms from the first job's start until the last job started (so while
-	// jobs were still waiting on the server).
-	BusyMean float64 `json:"busy_slots_mean"`
+	// BusyMean is the mean number of slots holding a job (the consumer's
+	// NumAckPending: delivered and not yet acknowledged), RunningMean that
+	// of jobs in the runner (the rest of a slot's time is the claim and
+	// the settling), sampled every 10 ms from the first job's start until
+	// the last job started (so while jobs were still waiting).
+	BusyMean    float64 `json:"busy_slots_mean"`
+	RunningMean float64 `json:"running_mean"`
 	// CPUMsPerJob is this process (worker, scripted model) and the MCP
 	// server; NATSCPUMsPerJob is the nats-server process alone.
 	CPUMsPerJob     float64 `json:"cpu_ms_per_job"`
@@ -245,9 +248,10 @@ func measureFullQueue(ctx context.Context, dir, mcp string, conc, queued int) (_
 	if err := bw.start(ctx, &stops); err != nil {
 		return nil, err
 	}
-	var samples []int64
+	cons := topo.Consumers[jobs.DefaultQueue]
+	var busy, running []int
 	var start time.Time
-	tick := time.NewTicker(5 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(5 * time.Minute)
 	for br.started.Load() < int64(queued) {
@@ -264,9 +268,12 @@ func measureFullQueue(ctx context.Context, dir, mcp string, conc, queued int) (_
 		if start.IsZero() {
 			start = time.Now()
 		}
-		samples = append(samples, br.busy.Load())
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		busy, running = append(busy, ci.NumAckPending), append(running, int(br.busy.Load()))
 	}
-	cons := topo.Consumers[jobs.DefaultQueue]
 	for {
 		ci, err := cons.Info(ctx)
 		if err != nil {
@@ -287,12 +294,15 @@ func measureFullQueue(ctx context.Context, dir, mcp string, conc, queued int) (_
 	if err != nil {
 		return nil, err
 	}
-	var sum int64
-	for _, s := range samples {
-		sum += s
+	mean := func(xs []int) float64 {
+		sum := 0
+		for _, x := range xs {
+			sum += x
+		}
+		return float64(sum) / float64(max(1, len(xs)))
 	}
 	n := float64(queued)
 	return &QueueRow{Concurrency: conc, Queued: queued, Failed: int(br.failed.Load()), JobsPerSec: n / elapsed.Seconds(),
-		BusyMean: float64(sum) / float64(max(1, len(samples))), CPUMsPerJob: 1000 * (cpu - ncpu) / n, NATSCPUMsPerJob: 1000 * ncpu / n,
+		BusyMean: mean(busy), RunningMean: mean(running), CPUMsPerJob: 1000 * (cpu - ncpu) / n, NATSCPUMsPerJob: 1000 * ncpu / n,
 		WorkerSentPerJob: float64(sent-sent0) / n, WorkerGotPerJob: float64(got-got0) / n}, nil
 }
