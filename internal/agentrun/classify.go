@@ -21,7 +21,7 @@ func classify(err error) error {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err // the worker knows why (cancel, timeout, shutdown)
-	case errors.Is(err, llm.ErrTimeout):
+	case errors.Is(err, llm.ErrTimeout), errors.Is(err, llm.ErrConnection):
 		return jobs.Retryable(err)
 	case errors.As(err, &api) && api.Retryable:
 		return jobs.Retryable(err)

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"github.com/jetagent/jetagent/internal/llm"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -86,11 +88,51 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 		return nil, err
 	}
 	var j Job
-	if err := json.Unmarshal(data, &j); err != nil {
-		// The schema passed, so this is a bug in Job, not bad input.
+	// max_rounds through json.Number: the schema's integer admits 1.0 and
+	// 1e2, which encoding/json will not put in an int.
+	type plain Job
+	aux := struct {
+		*plain
+		MaxRounds json.Number `json:"max_rounds,omitempty"`
+	}{plain: (*plain)(&j)}
+	if err := json.Unmarshal(data, &aux); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSchema, err)
 	}
+	if aux.MaxRounds != "" {
+		f, err := aux.MaxRounds.Float64()
+		if err != nil || f != float64(int(f)) {
+			return nil, fmt.Errorf("%w: max_rounds %s is not an integer", ErrSchema, aux.MaxRounds)
+		}
+		j.MaxRounds = int(f)
+	}
+	if err := checkHistory(j.History); err != nil {
+		return nil, err
+	}
 	return &j, nil
+}
+
+// checkHistory closes what the schema cannot see: encoding/json matches
+// keys without regard to case, so {"role":"user","ROLE":"x"} passes the
+// schema and decodes to role "x". A tool call without a type is a
+// function call (the only kind there is), so it re-encodes as valid.
+func checkHistory(msgs []llm.Message) error {
+	for i := range msgs {
+		switch msgs[i].Role {
+		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
+		default:
+			return fmt.Errorf("%w: at '/history/%d/role': %q is not one of system, user, assistant, tool (keys are case-sensitive)", ErrSchema, i, msgs[i].Role)
+		}
+		for k := range msgs[i].ToolCalls {
+			switch msgs[i].ToolCalls[k].Type {
+			case "":
+				msgs[i].ToolCalls[k].Type = "function"
+			case "function":
+			default:
+				return fmt.Errorf("%w: at '/history/%d/tool_calls/%d/type': %q is not \"function\" (keys are case-sensitive)", ErrSchema, i, k, msgs[i].ToolCalls[k].Type)
+			}
+		}
+	}
+	return nil
 }
 
 // Validate checks data against one schema of schemas.FS (a schemas.*

@@ -131,7 +131,7 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		a.failed(err)
 		return nil, err
 	case err != nil:
-		err = fmt.Errorf("llm: connection: %w", err)
+		err = fmt.Errorf("%w: %w", ErrConnection, err)
 		a.failed(err)
 		return nil, err
 	case res.StatusCode >= 400:

@@ -21,6 +21,10 @@ var (
 	// deliberately not context.DeadlineExceeded, which means the caller's
 	// own deadline.
 	ErrTimeout = errors.New("llm: request timed out")
+	// ErrConnection marks an attempt whose connection failed without a
+	// response (refused, reset, closed before the reply: EOF), after the
+	// client's own retries. Another attempt may well succeed.
+	ErrConnection = errors.New("llm: connection")
 )
 
 // APIError is an HTTP error reply from the provider.
