@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -99,7 +100,12 @@ func TestCluster(t *testing.T) {
 	c := newClient(t, nc3)
 
 	bothWorkersServe(t, r, c, "before")
+	// Under CPU contention (busy loops on every core, as another build on
+	// the machine would): heartbeats must still keep every job at one
+	// attempt, never redelivered to the other worker while it runs.
+	stopBurn := burnCPU()
 	runJobs(t, r, c, "a", 20)
+	stopBurn()
 
 	// Take away the node that leads the jobs stream: its raft groups step
 	// down first, the connections on it fail over to the others.
@@ -404,4 +410,24 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 		}
 		<-tick.C
 	}
+}
+
+// burnCPU keeps every core busy until the returned function is called.
+func burnCPU() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				if n%1024 == 0 {
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
+			}
+		})
+	}
+	return func() { close(done); wg.Wait() }
 }
