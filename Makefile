@@ -40,7 +40,8 @@ FUZZERS = \
 	./internal/agentloop:FuzzValidateArguments \
 	./internal/reflect:FuzzRewriteIdempotent \
 	./internal/reflect:FuzzRewriteUntouched \
-	./internal/reflect:FuzzRewriteOrder
+	./internal/reflect:FuzzRewriteOrder \
+	./internal/journal:FuzzReplay
 fuzz:
 	@set -e; for f in $(FUZZERS); do \
 		pkg=$${f%%:*}; name=$${f##*:}; \
