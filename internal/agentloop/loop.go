@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/reflect"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -99,7 +101,7 @@ func (l *Loop) emitOutcome(ctx context.Context, sink Sink, res *Result, err erro
 
 // newJob validates in, builds the registry and the tools array.
 func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
-	j := &job{l: l, in: in, sink: in.Sink, reg: newRegistry(), callIDs: map[string]bool{}}
+	j := &job{l: l, in: in, sink: in.Sink, callIDs: map[string]bool{}}
 	if j.sink == nil {
 		j.sink = nopSink{}
 	}
@@ -140,24 +142,22 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		return nil, fmt.Errorf("%w: %s (built in its own issue)", ErrModeNotImplemented, mode)
 	}
 
-	if err := j.buildRegistry(ctx); err != nil {
-		return nil, err
-	}
-	full, err := BuildTools(ModeFull, j.reg.catalog)
+	cat, count, err := j.catalog(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if j.fullToks, err = l.tokens.count(full); err != nil {
+	j.reg = newRegistry(cat)
+	for _, c := range cat.clashes {
+		j.emit(ctx, EventToolClash, 0, c)
+	}
+	if _, j.fullToks, err = cat.fullTools(count); err != nil {
 		return nil, err
 	}
 	if mode == ModeAuto {
 		mode = l.cfg.AutoThresholds.Choose(j.fullToks)
 	}
 	j.mode = mode
-	if j.tools, err = BuildTools(mode, j.reg.catalog); err != nil {
-		return nil, err
-	}
-	if j.toolToks, err = l.tokens.count(j.tools); err != nil {
+	if j.tools, j.toolToks, err = cat.toolsFor(mode, count); err != nil {
 		return nil, err
 	}
 	if mode == ModeSearch {
@@ -191,50 +191,85 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	return j, nil
 }
 
-// buildRegistry gathers the job's catalog: MCP tools, then client tools
-// (a server tool wins a name clash), then the resource bridge when the
-// servers list any resource.
-func (j *job) buildRegistry(ctx context.Context) error {
+// catalog returns the job's catalog: MCP tools, then client tools (a
+// server tool wins a name clash), then the resource bridge when the
+// servers list any resource. A ToolSet that names its catalog version
+// (toolcache.View: catalogKeyer) shares one catalog, its tools arrays,
+// token counts and validators with every job of the same version,
+// selection, client tools and bridge, built by the first; another ToolSet
+// gets the job's own. count is how the catalog's arrays are counted.
+func (j *job) catalog(ctx context.Context) (*catalog, func([]llm.Tool) (int, error), error) {
+	resources := false
+	if j.in.Tools != nil {
+		res, err := j.in.Tools.ListResources(ctx)
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("agentloop: listing resources: %w", err)
+		}
+		// A server failing to list resources loses only the bridge.
+		resources = err == nil && len(res) > 0
+	}
+	build := func() (*catalog, error) { return j.buildCatalog(resources) }
+	k, ok := j.in.Tools.(catalogKeyer)
+	if !ok {
+		c, err := build()
+		return c, j.l.tokens.count, err
+	}
+	version, selection := k.CatalogKey()
+	key := catalogKey{version: version, selection: selection, client: clientDigest(j.in.ClientTools), resources: resources}
+	c, err := j.l.tokens.catalog(key, build)
+	return c, ToolTokens, err // counted once per catalog (modeTools)
+}
+
+// buildCatalog gathers a catalog from the job's ToolSet and client tools.
+func (j *job) buildCatalog(resources bool) (*catalog, error) {
+	c := newCatalog()
 	if j.in.Tools != nil {
 		for _, t := range j.in.Tools.Tools() {
-			j.reg.add(t, kindMCP)
+			c.add(t, kindMCP)
 		}
 	}
 	for _, ct := range j.in.ClientTools {
 		if !toolNameRE.MatchString(ct.Name) {
-			return fmt.Errorf("%w: client tool name %q must match %s", ErrConfig, ct.Name, toolNameRE)
+			return nil, fmt.Errorf("%w: client tool name %q must match %s", ErrConfig, ct.Name, toolNameRE)
 		}
-		if e, clash := j.reg.byName[ct.Name]; clash {
-			j.emit(ctx, EventToolClash, 0, map[string]any{"name": ct.Name, "server": e.tool.Server, "winner": "server"})
+		if e, clash := c.byName[ct.Name]; clash {
+			c.clashes = append(c.clashes, map[string]any{"name": ct.Name, "server": e.tool.Server, "winner": "server"})
 			continue
 		}
 		params, err := toolcache.NormalizeSchema(ct.InputSchema)
 		if err != nil {
-			return fmt.Errorf("%w: client tool %q: input_schema: %w", ErrConfig, ct.Name, err)
+			return nil, fmt.Errorf("%w: client tool %q: input_schema: %w", ErrConfig, ct.Name, err)
 		}
 		schema := ct.InputSchema
 		if len(strings.TrimSpace(string(schema))) == 0 {
 			schema = params
 		}
-		j.reg.add(toolcache.Tool{Name: ct.Name, Original: ct.Name, Description: ct.Description, InputSchema: schema, Parameters: params}, kindClient)
+		c.add(toolcache.Tool{Name: ct.Name, Original: ct.Name, Description: ct.Description, InputSchema: schema, Parameters: params}, kindClient)
 	}
-	if j.in.Tools != nil {
-		res, err := j.in.Tools.ListResources(ctx)
-		if err != nil && ctx.Err() != nil {
-			return fmt.Errorf("agentloop: listing resources: %w", err)
-		}
-		// A server failing to list resources loses only the bridge.
-		if err == nil && len(res) > 0 {
-			for _, t := range resourceTools() {
-				kind := kindListResources
-				if t.Name == ToolReadResource {
-					kind = kindReadResource
-				}
-				j.reg.add(t, kind)
+	if resources {
+		for _, t := range resourceTools() {
+			kind := kindListResources
+			if t.Name == ToolReadResource {
+				kind = kindReadResource
 			}
+			c.add(t, kind)
 		}
 	}
-	return nil
+	return c, nil
+}
+
+// clientDigest names a job's client tool declarations ("" for none).
+func clientDigest(decls []clienttools.Decl) string {
+	if len(decls) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	for _, d := range decls {
+		for _, f := range []string{d.Name, d.Description, string(d.InputSchema)} {
+			fmt.Fprintf(h, "%d:%s", len(f), f)
+		}
+	}
+	return string(h.Sum(nil))
 }
 
 func (j *job) emit(ctx context.Context, typ string, round int, data map[string]any) {

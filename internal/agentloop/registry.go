@@ -28,7 +28,10 @@ const (
 	kindCallTool
 )
 
-// entry is one callable tool of a job, with its lazily compiled validator.
+// entry is one callable tool, with its lazily compiled validator. Entries
+// are shared by the jobs of a catalog (and the meta tools' by every job):
+// validator compiles once, and the compiled schema is safe for concurrent
+// validation.
 type entry struct {
 	tool toolcache.Tool
 	kind toolKind
@@ -40,7 +43,9 @@ type entry struct {
 
 // registry is a job's view of every callable tool: MCP tools, client tools,
 // the resource bridge and (in search mode) the meta tools, so every path
-// validates and dispatches the same way.
+// validates and dispatches the same way. Its catalog and entries are the
+// job's shared catalog (see catalog), read-only: a job's registry does not
+// grow with the catalog.
 type registry struct {
 	// catalog is what call_tool, search_tools and get_tool_details reach,
 	// in order: MCP tools, client tools, resource bridge.
@@ -57,29 +62,24 @@ type registry struct {
 
 var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-func newRegistry() *registry {
-	return &registry{byName: map[string]*entry{}, meta: map[string]*entry{}}
+func newRegistry(c *catalog) *registry {
+	return &registry{catalog: c.tools, byName: c.byName}
 }
 
-// add registers t; it reports false when the name is taken (first wins).
-func (r *registry) add(t toolcache.Tool, k toolKind) bool {
-	if _, dup := r.byName[t.Name]; dup {
-		return false
-	}
-	r.byName[t.Name] = &entry{tool: t, kind: k}
-	r.catalog = append(r.catalog, t)
-	return true
-}
-
-func (r *registry) addMeta() {
+// metaEntries are search mode's meta tools, shared by every job.
+var metaEntries = sync.OnceValue(func() map[string]*entry {
 	kinds := map[string]toolKind{ToolSearchTools: kindSearchTools, ToolGetToolDetails: kindGetToolDetails, ToolCallTool: kindCallTool}
+	m := map[string]*entry{}
 	for _, t := range metaTools() {
-		r.meta[t.Name] = &entry{
+		m[t.Name] = &entry{
 			tool: toolcache.Tool{Name: t.Name, Original: t.Name, Description: t.Description, InputSchema: t.Parameters, Parameters: t.Parameters},
 			kind: kinds[t.Name],
 		}
 	}
-}
+	return m
+})
+
+func (r *registry) addMeta() { r.meta = metaEntries() }
 
 // lookup finds a tool the model called directly.
 func (r *registry) lookup(name string) (*entry, bool) {
@@ -108,7 +108,7 @@ func (r *registry) unknownToolError(name string, direct bool) error {
 	return fmt.Errorf("unknown tool %q; closest names: %s", name, strings.Join(closest, ", "))
 }
 
-// validator compiles the entry's verbatim input schema once per job.
+// validator compiles the entry's verbatim input schema once.
 func (e *entry) validator() (*jsonschema.Schema, error) {
 	e.once.Do(func() {
 		var errs []error

@@ -168,15 +168,22 @@ func ToolTokens(tools []llm.Tool) (int, error) {
 	return n, nil
 }
 
-// tokenCache remembers token counts of tools arrays by their SHA-256, so
-// jobs on the same catalog do not tokenise it again (a 527-tool catalog
-// costs about 160 ms to count; see BenchmarkBuildAndCount).
+// tokenCache is the loop's memory of work derived from catalogs, shared by
+// every job: token counts of tools arrays by their SHA-256 (a 527-tool
+// catalog costs about 160 ms to count; see BenchmarkBuildAndCount), and
+// whole prepared catalogs (see catalog) by catalog version.
 type tokenCache struct {
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]int
+	// catalogs are by catalogKey; at most maxCatalogs, and only the newest
+	// version of each selection.
+	catalogs map[catalogKey]*catalogSlot
 }
 
-const tokenCacheSize = 256
+const (
+	tokenCacheSize = 256
+	maxCatalogs    = 64
+)
 
 func (c *tokenCache) count(tools []llm.Tool) (int, error) {
 	b, err := llm.ToolsJSON(tools)
@@ -203,4 +210,150 @@ func (c *tokenCache) count(tools []llm.Tool) (int, error) {
 	c.m[key] = n
 	c.mu.Unlock()
 	return n, nil
+}
+
+// catalogKeyer is what a ToolSet offers when its tools are one selection
+// of a versioned catalog (toolcache.View): jobs whose ToolSets give equal
+// keys, and whose client tools and resource bridge agree, share one
+// catalog, built once per catalog version.
+type catalogKeyer interface {
+	CatalogKey() (version uint64, selection string)
+}
+
+// catalogKey is what a job's catalog is made of.
+type catalogKey struct {
+	version   uint64
+	selection string
+	// client is a digest of the job's client tool declarations ("": none).
+	client    string
+	resources bool
+}
+
+// sameSelection is k without its version.
+func (k catalogKey) sameSelection(o catalogKey) bool {
+	return k.selection == o.selection && k.client == o.client && k.resources == o.resources
+}
+
+// catalog is a job's whole catalog and the work derived from it, read-only
+// once built and shared by every job of the same catalogKey: the tools
+// (MCP tools, then client tools, then the resource bridge), their registry
+// entries (each compiles its validator once, on first use), the tools
+// array of each mode and its token count, built on first use.
+type catalog struct {
+	tools  []toolcache.Tool
+	byName map[string]*entry
+	// clashes are the tool.clash events of a client tool a server tool
+	// shadows: every job on the catalog emits them.
+	clashes []map[string]any
+
+	full, deferred modeTools
+}
+
+// modeTools is one mode's tools array and its token count, made once.
+type modeTools struct {
+	once  sync.Once
+	tools []llm.Tool
+	toks  int
+	err   error
+}
+
+// get builds the array with build and counts it with count, once.
+func (m *modeTools) get(build func() []llm.Tool, count func([]llm.Tool) (int, error)) ([]llm.Tool, int, error) {
+	m.once.Do(func() {
+		m.tools = build()
+		m.toks, m.err = count(m.tools)
+	})
+	return m.tools, m.toks, m.err
+}
+
+// newCatalog starts an empty catalog.
+func newCatalog() *catalog { return &catalog{byName: map[string]*entry{}} }
+
+// add registers t; it reports false when the name is taken (first wins).
+func (c *catalog) add(t toolcache.Tool, k toolKind) bool {
+	if _, dup := c.byName[t.Name]; dup {
+		return false
+	}
+	c.byName[t.Name] = &entry{tool: t, kind: k}
+	c.tools = append(c.tools, t)
+	return true
+}
+
+// fullTools is the full-mode array and its tokens.
+func (c *catalog) fullTools(count func([]llm.Tool) (int, error)) ([]llm.Tool, int, error) {
+	return c.full.get(func() []llm.Tool {
+		out := make([]llm.Tool, len(c.tools))
+		for i, t := range c.tools {
+			out[i] = fullTool(t)
+		}
+		return out
+	}, count)
+}
+
+// toolsFor is the tools array of mode and its tokens.
+func (c *catalog) toolsFor(mode Mode, count func([]llm.Tool) (int, error)) ([]llm.Tool, int, error) {
+	switch mode {
+	case ModeFull:
+		return c.fullTools(count)
+	case ModeDeferred:
+		return c.deferred.get(func() []llm.Tool {
+			out := make([]llm.Tool, len(c.tools))
+			for i, t := range c.tools {
+				out[i] = deferredTool(t)
+			}
+			return out
+		}, count)
+	case ModeSearch:
+		return searchTools()
+	}
+	tools, err := BuildTools(mode, c.tools) // the error of an unknown mode
+	return tools, 0, err
+}
+
+// searchMode is search mode's fixed array, built and counted once.
+var searchMode modeTools
+
+func searchTools() ([]llm.Tool, int, error) {
+	return searchMode.get(metaTools, ToolTokens)
+}
+
+// catalog returns the shared catalog of key, building it with build when
+// there is none; jobs that ask for a key while it is built wait for that
+// one build. A catalog whose build failed is not kept. The key's version is
+// read before build lists the tools, so a catalog holds the tools of its
+// version or of a newer one (what the ToolSet would list then anyway),
+// never of an older one. A new version replaces the older ones of its
+// selection.
+func (c *tokenCache) catalog(key catalogKey, build func() (*catalog, error)) (*catalog, error) {
+	c.mu.Lock()
+	slot, ok := c.catalogs[key]
+	if !ok {
+		if c.catalogs == nil || len(c.catalogs) >= maxCatalogs {
+			c.catalogs = map[catalogKey]*catalogSlot{} // crude bound: catalogs change rarely
+		}
+		for k := range c.catalogs {
+			if k.sameSelection(key) && k.version < key.version {
+				delete(c.catalogs, k)
+			}
+		}
+		slot = &catalogSlot{}
+		c.catalogs[key] = slot
+	}
+	c.mu.Unlock()
+	slot.once.Do(func() { slot.cat, slot.err = build() })
+	if slot.err != nil {
+		c.mu.Lock()
+		if c.catalogs[key] == slot {
+			delete(c.catalogs, key)
+		}
+		c.mu.Unlock()
+	}
+	return slot.cat, slot.err
+}
+
+// catalogSlot is one catalog, built once.
+type catalogSlot struct {
+	once sync.Once
+	cat  *catalog
+	err  error
 }

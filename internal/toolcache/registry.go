@@ -21,15 +21,20 @@ type Registry struct {
 type snapshot struct {
 	tools  []Tool
 	byName map[string]int
+	// version is unique to this snapshot (see Registry.Version).
+	version uint64
 
 	indexOnce sync.Once
 	index     *SearchIndex
 }
 
+// snapshotVersions numbers snapshots across every registry of the process.
+var snapshotVersions atomic.Uint64
+
 func newSnapshot(tools []Tool) *snapshot {
 	sorted := append([]Tool(nil), tools...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	s := &snapshot{tools: sorted, byName: make(map[string]int, len(sorted))}
+	s := &snapshot{tools: sorted, byName: make(map[string]int, len(sorted)), version: snapshotVersions.Add(1)}
 	for i, t := range sorted {
 		s.byName[t.Name] = i
 	}
@@ -86,6 +91,11 @@ func (r *Registry) replace(tools []Tool) {
 }
 
 func (r *Registry) current() *snapshot { return r.snap.Load() }
+
+// Version identifies the current catalog version: it changes whenever the
+// catalog does, and no two catalog versions of any registries of the
+// process share one, so work derived from a catalog can be kept under it.
+func (r *Registry) Version() uint64 { return r.current().version }
 
 // Count is the number of tools.
 func (r *Registry) Count() int { return len(r.current().tools) }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +92,34 @@ func (v *View) Registry() *Registry {
 	r.snap.Store(newSnapshot(tools))
 	v.reg, v.lastSnap = r, snap
 	return r
+}
+
+// CatalogKey identifies what the view offers without building it: the
+// pool's catalog version (Registry.Version) and the view's selection (its
+// servers, allow and deny globs). Views with equal keys offer the same
+// tools, so work derived from Tools can be shared between them; the
+// version changes when the pool's catalog does.
+func (v *View) CatalogKey() (version uint64, selection string) {
+	version = v.p.registry.Version()
+	var b strings.Builder
+	if v.servers != nil {
+		names := make([]string, 0, len(v.servers))
+		for n := range v.servers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b.WriteString("servers")
+		for _, n := range names {
+			b.WriteString("\x00" + n)
+		}
+	}
+	for _, g := range [][]string{v.allow, v.deny} {
+		b.WriteString("\x01")
+		for _, p := range g {
+			b.WriteString("\x00" + p)
+		}
+	}
+	return version, b.String()
 }
 
 // Tools lists the view's tools, sorted by name.
