@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/schemas"
+)
+
+// Events a test saw, checked against schemas/event.schema.json (issue 9
+// point 10: every event of the fault tests matches its schema). The schema
+// is compiled here from the embedded files with jsonschema itself, not
+// through jobs.Validator, so a fault of the worker's own validator cannot
+// hide a bad event.
+
+// storedEvent is one event as the events stream holds it.
+type storedEvent struct {
+	StreamSeq uint64
+	Subject   string
+	Raw       []byte
+	jobs.Event
+}
+
+func (e storedEvent) String() string {
+	return fmt.Sprintf("#%d %s@%d.%d/r%d/%s", e.StreamSeq, e.Type, e.Attempt, e.Seq, e.Round, e.Worker)
+}
+
+// eventSchema is schemas/event.schema.json compiled once, with the schemas
+// it refers to (result.schema.json), formats asserted.
+var eventSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	files, err := fs.Glob(schemas.FS, "*.schema.json")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		b, err := fs.ReadFile(schemas.FS, f)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if err := c.AddResource(schemas.Base+f, doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return c.Compile(schemas.Base + schemas.Event)
+})
+
+// readJobEvents returns every stored event of job id, in stream order.
+func readJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) []storedEvent {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := jobs.Names{}
+	stream, err := js.Stream(ctx, names.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.EventsFilter(id)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []storedEvent
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := storedEvent{StreamSeq: md.Sequence.Stream, Subject: m.Subject(), Raw: append([]byte(nil), m.Data()...)}
+			if err := json.Unmarshal(m.Data(), &e.Event); err != nil {
+				t.Errorf("event %s is not a jobs.Event: %v\n%s", m.Subject(), err, m.Data())
+			}
+			out = append(out, e)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return out
+		}
+	}
+}
+
+// checkEventSchemas fails the test for each event that does not match
+// schemas/event.schema.json, or whose subject does not name its job and
+// type (agent.events.<job_id>.<type>).
+func checkEventSchemas(t *testing.T, evs []storedEvent) {
+	t.Helper()
+	sch, err := eventSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(e.Raw))
+		if err != nil {
+			t.Errorf("event %s is not JSON: %v", e, err)
+			continue
+		}
+		if err := sch.Validate(doc); err != nil {
+			t.Errorf("event %s does not match %s: %v\n%s", e, schemas.Event, err, e.Raw)
+		}
+		if want := (jobs.Names{}).EventSubject(e.JobID, e.Type); e.Subject != want {
+			t.Errorf("event %s published on %s, want %s", e, e.Subject, want)
+		}
+	}
+}
+
+// checkOneAttemptAtATime fails the test when an event of an attempt
+// follows one of a later attempt in the stream: two attempts of the job
+// ran at once. Events of attempt 0 (published outside a run) are left out.
+// Within an attempt, seq must grow; a gap (an event lost) is returned for
+// the test to report.
+func checkOneAttemptAtATime(t *testing.T, evs []storedEvent) (gaps []string) {
+	t.Helper()
+	latest := 0
+	lastSeq := map[int]int{}
+	for _, e := range evs {
+		if e.Attempt == 0 {
+			continue
+		}
+		if e.Attempt < latest {
+			t.Errorf("event %s follows an event of attempt %d: two attempts ran at once\n%s", e, latest, eventTrail(evs))
+		}
+		latest = max(latest, e.Attempt)
+		prev := lastSeq[e.Attempt]
+		switch {
+		case e.Seq <= prev:
+			t.Errorf("event %s after seq %d of its attempt", e, prev)
+		case e.Seq > prev+1:
+			gaps = append(gaps, fmt.Sprintf("attempt %d: seq %d..%d missing before %s", e.Attempt, prev+1, e.Seq-1, e))
+		}
+		lastSeq[e.Attempt] = max(prev, e.Seq)
+	}
+	return gaps
+}
+
+// eventTrail is the events one a line, for failure messages.
+func eventTrail(evs []storedEvent) string {
+	var b strings.Builder
+	for _, e := range evs {
+		b.WriteString("  " + e.String() + "\n")
+	}
+	return b.String()
+}
