@@ -459,8 +459,7 @@ func counterConfig(t *testing.T, c *counter, logFile, who string) string {
 // processes serve the queue. The job succeeds; no event of an attempt
 // follows one of a later attempt (one attempt at a time); every event
 // matches its schema; every step ran. How often each call ran is
-// reported: today a call whose round was not checkpointed before the
-// outage may run again (see the TODO below).
+// checked: none runs twice (the call journal).
 //
 //   - default ack wait (30 s): the server comes back at once; the attempt
 //     must ride out the outage (or hand the job over cleanly).
@@ -611,11 +610,12 @@ func testNATSRestart(t *testing.T, ackWait string) {
 	}
 	t.Logf("attempt %d on %s finished; calls %v; completed calls repeated: %d; events:\n%s",
 		st.Attempt, st.Worker, trail, callsRepeated, eventTrail(evs))
-	// TODO(#9 point 2, the call journal): completed calls never run again:
-	//	if callsRepeated != 0 { t.Errorf("%d completed calls ran again: %v", callsRepeated, trail) }
-	// Step 2 was in flight at the kill; the journal resends it only if
-	// record were read-only or idempotent (it is neither), so with the
-	// journal perStep[2] == 1 too.
+	// The call journal: completed calls never run again, and step 2, in
+	// flight at the kill, is not resent either (record is neither
+	// read-only nor idempotent).
+	if callsRepeated != 0 {
+		t.Errorf("%d completed calls ran again: %v", callsRepeated, trail)
+	}
 
 	for name, w := range workers {
 		if err := w.stop(t, 15*time.Second); err != nil {
