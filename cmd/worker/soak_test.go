@@ -535,6 +535,8 @@ func (s *soak) trails(ids []string) map[string]*soakTrail {
 			if err != nil {
 				tr.events = append(tr.events, "watch: "+err.Error())
 			}
+			// Every event of every fault matches its schema (point 10).
+			checkEventSchemas(s.t, readJobEvents(s.t, ctx, s.nc, id))
 			mu.Lock()
 			out[id] = tr
 			mu.Unlock()
