@@ -1,34 +1,45 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 // searchEval scores the loop's tool search on a retrieval set:
-// worker search-eval [--json] [--k 1,5,10] QUERIES.jsonl CATALOG.json...
+// worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M] QUERIES.jsonl CATALOG.json...
 // Each catalog file is one server (or several, with a tool_server array),
 // named as the pool names them; each line's query is one search with the
-// whole request, by the same index and ranking search_tools uses.
+// whole request, by the same index and ranking search_tools uses. --half
+// keeps one fixed half of the set (toolcache.EvalHalf): the one the
+// ranking was chosen on, or the one kept for reporting. --embed-model
+// measures the hybrid ranking (BM25F fused with the similarity of
+// embeddings from M at OPENAI_BASE_URL's /embeddings, key OPENAI_API_KEY):
+// tool vectors are computed first, each query embedded once.
 func searchEval(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("search-eval", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	kList := fs.String("k", "1,5,10", "cut-offs, comma-separated")
+	half := fs.String("half", "", "choose or report: only that fixed half of the set")
+	embedModel := fs.String("embed-model", "", "embedding model for the hybrid ranking (empty: BM25F only)")
 	// Flags may come before or after the files.
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] QUERIES.jsonl CATALOG.json...)", err)
+			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M] QUERIES.jsonl CATALOG.json...)", err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -51,6 +62,14 @@ func searchEval(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *half != "" {
+		want := map[string]int{"choose": 0, "report": 1}
+		h, ok := want[*half]
+		if !ok {
+			return fmt.Errorf("search-eval: --half %q: want choose or report", *half)
+		}
+		items = slices.DeleteFunc(items, func(it toolcache.EvalItem) bool { return toolcache.EvalHalf(it) != h })
+	}
 	var lists [][]toolcache.Tool
 	for _, path := range files[1:] {
 		_, tools, err := toolcache.LoadCatalog(path)
@@ -67,9 +86,26 @@ func searchEval(args []string, stdout io.Writer) error {
 	}
 	reg := toolcache.NewRegistry(lists...)
 	start := time.Now()
-	reg.Index() // built once, as the pool builds it per catalog version
+	ix := reg.Index() // built once, as the pool builds it per catalog version
+	search := toolcache.EvalSearch(reg)
+	runs, fallbacks := 3, 0
+	if *embedModel != "" {
+		base := os.Getenv("OPENAI_BASE_URL")
+		if base == "" {
+			base = defaultBaseURL
+		}
+		emb, err := llm.NewEmbedder(llm.Config{BaseURL: base, APIKey: os.Getenv("OPENAI_API_KEY")}, *embedModel)
+		if err != nil {
+			return fmt.Errorf("search-eval: %w", err)
+		}
+		sem, err := toolcache.EmbedIndex(context.Background(), ix, emb, &toolcache.MemoryVectorStore{})
+		if err != nil {
+			return fmt.Errorf("search-eval: %w", err)
+		}
+		search, runs = toolcache.EvalSemanticSearch(context.Background(), sem, &fallbacks), 1
+	}
 	build := time.Since(start)
-	res := toolcache.Evaluate(toolcache.EvalSearch(reg), items, ks)
+	res := toolcache.EvaluateRuns(search, items, ks, runs)
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	if *asJSON {
 		var b strings.Builder
@@ -80,7 +116,11 @@ func searchEval(args []string, stdout io.Writer) error {
 		for i, k := range res.Ks {
 			fmt.Fprintf(&b, `,"hit@%d":%s`, k, num(res.Hit[i]))
 		}
-		fmt.Fprintf(&b, `,"p50_us":%s,"p99_us":%s}`, num(us(res.P50)), num(us(res.P99)))
+		fmt.Fprintf(&b, `,"p50_us":%s,"p99_us":%s`, num(us(res.P50)), num(us(res.P99)))
+		if *embedModel != "" {
+			fmt.Fprintf(&b, `,"semantic_fallbacks":%d`, fallbacks)
+		}
+		b.WriteString("}")
 		if !json.Valid([]byte(b.String())) {
 			return fmt.Errorf("search-eval: internal error: invalid JSON %s", b.String())
 		}
@@ -91,6 +131,9 @@ func searchEval(args []string, stdout io.Writer) error {
 		res.Items, reg.Count(), len(files)-1, build.Round(time.Microsecond))
 	for i, k := range res.Ks {
 		fmt.Fprintf(stdout, "recall@%-3d %.3f   hit@%-3d %.3f\n", k, res.Recall[i], k, res.Hit[i])
+	}
+	if *embedModel != "" {
+		fmt.Fprintf(stdout, "hybrid with %s: %d searches fell back to BM25F\n", *embedModel, fallbacks)
 	}
 	_, err = fmt.Fprintf(stdout, "latency per search: p50 %.0f µs, p99 %.0f µs\n", us(res.P50), us(res.P99))
 	return err

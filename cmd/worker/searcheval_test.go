@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 func TestSearchEval(t *testing.T) {
@@ -49,6 +54,26 @@ func TestSearchEval(t *testing.T) {
 			}
 		}},
 	}
+	// --half keeps the items of one fixed half.
+	inHalf := map[int]float64{}
+	for _, id := range []string{"1", "2"} {
+		inHalf[toolcache.EvalHalf(toolcache.EvalItem{ID: id})]++
+	}
+	for h, name := range []string{"choose", "report"} {
+		tests = append(tests, struct {
+			name string
+			args []string
+			want func(t *testing.T, out string)
+		}{"half " + name, []string{"--json", "--half", name, queries, weather, files}, func(t *testing.T, out string) {
+			var m map[string]float64
+			if err := json.Unmarshal([]byte(out), &m); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			if m["items"] != inHalf[h] {
+				t.Errorf("--half %s: %v items, want %v: %s", name, m["items"], inHalf[h], out)
+			}
+		}})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -60,7 +85,69 @@ func TestSearchEval(t *testing.T) {
 		})
 	}
 	var out, errb bytes.Buffer
+	if code := run([]string{"search-eval", "--half", "both", queries, files}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "want choose or report") {
+		t.Errorf("--half both: exit %d, %s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
 	if code := run([]string{"search-eval", queries}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "at least one catalog") {
 		t.Errorf("no catalog: exit %d, %s", code, errb.String())
+	}
+}
+
+// --embed-model measures the hybrid ranking against the endpoint of
+// OPENAI_BASE_URL (here a scripted /v1/embeddings server); an endpoint
+// that refuses fails the evaluation instead of measuring BM25F alone.
+func TestSearchEvalEmbeddings(t *testing.T) {
+	var refuse atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Input []string `json:"input"`
+			Model string   `json:"model"`
+		}
+		if refuse.Load() || r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "toy" {
+			http.Error(w, `{"error":{"message":"no"}}`, http.StatusBadRequest)
+			return
+		}
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		}
+		var data []item
+		for i, in := range req.Input {
+			// One dimension per topic word: "rain" and "forecast" are one
+			// topic, so the vectors see what the words do not.
+			in = strings.ToLower(in)
+			data = append(data, item{i, []float64{
+				float64(strings.Count(in, "rain") + strings.Count(in, "forecast")),
+				float64(strings.Count(in, "file")), 0.01}})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	dir := t.TempDir()
+	cat := filepath.Join(dir, "c.json")
+	q := filepath.Join(dir, "q.jsonl")
+	if err := os.WriteFile(cat, []byte(`{"server":"s","tools":[{"name":"get_forecast","description":"Weather forecast."},{"name":"read_file","description":"Read a file."}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(q, []byte(`{"id":"1","query":"will it rain","gold_tools":["get_forecast"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"search-eval", "--json", "--k", "1", "--embed-model", "toy", q, cat}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var m map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil || m["recall@1"] != 1 || m["semantic_fallbacks"] != 0 {
+		t.Errorf("hybrid: %v %s", err, out.String())
+	}
+	refuse.Store(true)
+	out.Reset()
+	if code := run([]string{"search-eval", "--embed-model", "toy", q, cat}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "embedding") {
+		t.Errorf("refusing endpoint: exit %d, %s", code, errb.String())
 	}
 }

@@ -16,12 +16,17 @@ import (
 // The tool search: BM25F over the fields of each tool (the server's own
 // tool name, title, description, parameter names, parameter descriptions,
 // server name), English words reduced by the Snowball (Porter2) stemmer,
-// query expansion by synonyms common in tool catalogs, typo tolerance on
-// name words, and server-level evidence: a server whose tools as a whole
-// match the request lifts its tools. One index is built per catalog version
+// and server-level evidence: a server whose tools as a whole match the
+// request lifts its tools. A request is analysed without English function
+// words and the words of asking (search_query.go); its file paths and URLs
+// add the words tools use for them ("file", "path", "url"); each word adds
+// its synonyms from general software vocabulary (search_synonyms.go), the
+// name words that abbreviate it ("config" for "configuration") and, when no
+// tool has it, the name words one edit away; none of these weighs more
+// than the word itself. One index is built per catalog version
 // (Registry.Index) and shared by every job; a job's servers and allow/deny
-// globs filter it (Filter) rather than rebuilding it. The choices and their
-// figures are in docs/BENCHMARKS.md, "Tool search".
+// globs filter it (Filter) rather than rebuilding it. The choices and
+// their figures are in docs/BENCHMARKS.md, "Tool search".
 
 // Fields of a tool document.
 const (
@@ -45,6 +50,11 @@ type searchParams struct {
 	stem bool
 	// syn is the weight of a synonym of a query word (0: no expansion).
 	syn float64
+	// syns is the synonym list (nil: synonymGroups).
+	syns *synTable
+	// altCap gives a synonym or correction at most the IDF of the request
+	// word it stands for.
+	altCap bool
 	// synMax gives a tool the best of a query word and its synonyms
 	// (false: their sum).
 	synMax bool
@@ -63,6 +73,17 @@ type searchParams struct {
 	cjk bool
 	// join also indexes a word split at case or digit changes whole.
 	join bool
+	// qstop drops English stop words and the words of asking ("please",
+	// "could", "help") from a request (queryStopWord).
+	qstop bool
+	// entity is the weight of the words a request's file paths ("file",
+	// "path") and URLs ("url") stand for (0: off).
+	entity float64
+	// prefix is the weight of a name word of 4 or more letters that begins
+	// a longer request word ("config" in "configuration", "info" in
+	// "information"): identifiers abbreviate by cutting words short (0:
+	// off).
+	prefix float64
 }
 
 // defaultSearchParams is what the index uses; chosen on the choosing half of
@@ -74,6 +95,7 @@ var defaultSearchParams = searchParams{
 	b:    [numFields]float64{0.5, 0.5, 0.75, 0.5, 0.75, 0.3},
 	stem: true, syn: 0.8, typo: 0.5, srv: 0.5,
 	cjk: true, join: true,
+	qstop: true, prefix: 0.5, entity: 1, altCap: true,
 }
 
 type posting struct {
@@ -119,7 +141,10 @@ func NewSearchIndex(tools []Tool) *SearchIndex {
 }
 
 func buildSearchIndexWith(tools []Tool, p searchParams) *SearchIndex {
-	synonymsOf("", p.stem) // the synonym table is built once, not by a search
+	if p.syns == nil {
+		p.syns = defaultSynonyms
+	}
+	p.syns.of("", p.stem) // the synonym table is built once, not by a search
 	ix := &SearchIndex{
 		p: p, version: indexVersion.Add(1), tools: tools,
 		vocab: map[string]int32{}, exact: map[string][]int32{},
@@ -267,26 +292,27 @@ func (ix *SearchIndex) markName(id int32, w string) {
 // analyzeInto appends text's index terms to out. build says the stem cache
 // may grow (only while building; searches only read it).
 func (ix *SearchIndex) analyzeInto(out []string, text string, build bool) []string {
-	start := len(out)
-	out = tokensInto(out, text, ix.p.cjk, ix.p.join)
-	if !ix.p.stem {
-		for i := start; i < len(out); i++ {
-			out[i] = foldPlural(out[i])
-		}
-		return out
-	}
-	for i := start; i < len(out); i++ {
-		w := out[i]
-		s, ok := ix.stems[w]
-		if !ok {
-			s = stemWord(w)
-			if build {
-				ix.stems[w] = s
-			}
-		}
-		out[i] = s
-	}
+	eachToken(text, ix.p.cjk, ix.p.join, func(w string) bool {
+		out = append(out, ix.stemCached(w, build))
+		return true
+	})
 	return out
+}
+
+// stemCached is the analysis of one word (its stem, or its plural folded
+// without the stemmer); build says the cache may grow.
+func (ix *SearchIndex) stemCached(w string, build bool) string {
+	if !ix.p.stem {
+		return foldPlural(w)
+	}
+	s, ok := ix.stems[w]
+	if !ok {
+		s = stemWord(w)
+		if build {
+			ix.stems[w] = s
+		}
+	}
+	return s
 }
 
 // stemWord is the Snowball English stem of a Latin-script word; other words
@@ -368,25 +394,44 @@ type SearchResult struct {
 	Weak bool
 	// UnknownServer: Server named no server of the index.
 	UnknownServer bool
+	// SemanticErr: the query could not be embedded (SemanticIndex.Search),
+	// so this is the BM25F ranking alone.
+	SemanticErr error
 }
 
-// queryTerm is one analysed query word (or its synonym, or a typo
-// correction) with its weight.
-type queryTerm struct {
-	id int32
-	w  float64
-	// group is the query word the term stands for: a tool gets the best
-	// of a group's terms, not their sum (a tool saying "get" and "fetch"
-	// is not twice as much about fetching).
-	group int
+var scratchPool sync.Pool
+
+// scratch is one search's working memory, reused across searches (a
+// search at 10,000 tools allocates almost nothing).
+type scratch struct {
+	scores []float64 // by tool
+	alt    []float64 // by tool: a group's best alternative
+	seen   []int32   // tools with an alt entry, servers with a grp entry
+	srv    []float64 // by server
+	grp    []float64 // by server: a group's best term
 }
 
-// maxQueryWords bounds the distinct words a query is analysed into: a
-// request with a long pasted text is searched by its first 256 distinct
-// words.
-const maxQueryWords = 256
-
-var scorePool = sync.Pool{New: func() any { return new([]float64) }}
+func getScratch(tools, servers int) *scratch {
+	sc, _ := scratchPool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	// alt and grp are left all zero by every search; scores and srv are
+	// cleared here.
+	grow := func(s []float64, n int, zero bool) []float64 {
+		if cap(s) < n {
+			return make([]float64, n)
+		}
+		s = s[:n]
+		if zero {
+			clear(s)
+		}
+		return s
+	}
+	sc.scores, sc.alt = grow(sc.scores, tools, true), grow(sc.alt, tools, false)
+	sc.srv, sc.grp = grow(sc.srv, servers, true), grow(sc.grp, servers, false)
+	return sc
+}
 
 // Search ranks the index's tools (and opts.Extra) for a free-text query.
 func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
@@ -409,115 +454,33 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 			}
 		}
 	}
-	qs, words := ix.queryTerms(query)
-
-	sp := scorePool.Get().(*[]float64)
-	defer scorePool.Put(sp)
-	if cap(*sp) < len(ix.tools) {
-		*sp = make([]float64, len(ix.tools))
-	}
-	scores := (*sp)[:len(ix.tools)]
-	clear(scores)
-	k1 := ix.p.k1
-	idfMass := 0.0
-	var alt map[int32]float64 // a group's best alternative per tool
-	for gi := 0; gi < len(qs); {
-		gj := gi + 1
-		for gj < len(qs) && qs[gj].group == qs[gi].group {
-			gj++
-		}
-		single := gj-gi == 1 || !ix.p.synMax
-		if !single {
-			if alt == nil {
-				alt = map[int32]float64{}
-			}
-			clear(alt)
-		}
-		for _, q := range qs[gi:gj] {
-			ps := ix.post[q.id]
-			idf := bm25IDF(ix.n, float64(len(ps)))
-			if q.w == 1 {
-				idfMass += idf
-			}
-			c := idf * q.w * (k1 + 1)
-			for _, po := range ps {
-				f := float64(po.tf)
-				if single {
-					scores[po.doc] += c * f / (f + k1)
-				} else {
-					alt[po.doc] = max(alt[po.doc], c*f/(f+k1))
-				}
-			}
-		}
-		if !single {
-			for d, v := range alt {
-				scores[d] += v
-			}
-		}
-		gi = gj
-	}
-	// Server-level evidence.
-	if (ix.p.srv > 0 || ix.p.srvAdd > 0) && len(ix.servers) > 1 {
-		srvScore := make([]float64, len(ix.servers))
-		ns := float64(len(ix.servers))
-		grp := make([]float64, len(ix.servers))
-		for gi := 0; gi < len(qs); {
-			gj := gi + 1
-			for gj < len(qs) && qs[gj].group == qs[gi].group {
-				gj++
-			}
-			if !ix.p.synMax {
-				gj = gi + 1
-			}
-			clear(grp)
-			for _, q := range qs[gi:gj] {
-				ps := ix.srvPost[q.id]
-				if len(ps) == 0 {
-					continue
-				}
-				c := bm25IDF(ns, float64(len(ps))) * q.w * (k1 + 1)
-				for _, po := range ps {
-					f := float64(po.tf)
-					grp[po.doc] = max(grp[po.doc], c*f/(f+k1))
-				}
-			}
-			for i, v := range grp {
-				srvScore[i] += v
-			}
-			gi = gj
-		}
-		best, bestTool := 0.0, 0.0
-		for _, s := range srvScore {
-			best = max(best, s)
-		}
-		for _, s := range scores {
-			bestTool = max(bestTool, s)
-		}
-		if best > 0 {
-			for i, s := range scores {
-				rel := srvScore[ix.srvOf[i]] / best
-				scores[i] = s*(1+ix.p.srv*rel) + ix.p.srvAdd*bestTool*rel
-			}
-		}
-	}
+	q := ix.analyze(query)
+	sc := getScratch(len(ix.tools), len(ix.servers))
+	defer scratchPool.Put(sc)
+	scores := sc.scores
+	idfMass := ix.scoreTerms(q.terms, scores, sc)
+	ix.serverEvidence(q.terms, scores, sc)
 	// A query that is a tool's name (model-facing or the server's own)
 	// puts that tool first.
-	for _, i := range ix.exact[strings.ToLower(strings.TrimSpace(query))] {
-		scores[i] = math.Inf(1)
+	if len(query) <= maxNameBytes {
+		for _, i := range ix.exact[strings.ToLower(strings.TrimSpace(query))] {
+			scores[i] = math.Inf(1)
+		}
 	}
-
+	keep := func(i int) bool {
+		return scores[i] > 0 && opts.Filter.ok(ix, int32(i)) && (srvWant < 0 || ix.srvOf[i] == srvWant) && !res.UnknownServer
+	}
 	// The best limit hits, kept in a small heap: sorting every tool that
 	// shares a word with a long request would cost more than the scoring.
 	top := topK{limit: limit}
 	for i, s := range scores {
-		if s <= 0 || !opts.Filter.ok(ix, int32(i)) || (srvWant >= 0 && ix.srvOf[i] != srvWant) || res.UnknownServer {
-			continue
+		if keep(i) {
+			top.push(&ix.tools[i], s)
 		}
-		top.push(&ix.tools[i], s)
 	}
 	if len(opts.Extra) > 0 && opts.Server == "" {
 		for i := range opts.Extra {
-			if s := ix.scoreExtra(&opts.Extra[i], qs, query); s > 0 {
+			if s := ix.scoreExtra(&opts.Extra[i], q.terms, query); s > 0 {
 				top.push(&opts.Extra[i], s)
 			}
 		}
@@ -530,7 +493,7 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 		// Weak: the best tool's score is below a third of what a tool
 		// matching every query word once in its name would get.
 		top := res.Hits[0].Score
-		res.Weak = !math.IsInf(top, 1) && idfMass > 0 && top < idfMass*(k1+1)/3*weakShare(len(words))
+		res.Weak = !math.IsInf(top, 1) && idfMass > 0 && top < idfMass*(ix.p.k1+1)/3*weakShare(q.words)
 		return res
 	}
 	if opts.NoFallback || res.UnknownServer {
@@ -539,6 +502,125 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 	res.Fallback = true
 	res.Hits = ix.fallback(query, opts, srvWant, limit)
 	return res
+}
+
+// maxNameBytes bounds the query looked up as a whole tool name.
+const maxNameBytes = 256
+
+// scoreTerms adds each tool's BM25F score for the query terms to scores: a
+// group's terms (a word, its synonyms and corrections) are summed, or give
+// their best with synMax. It returns the IDF mass of the request's own
+// words.
+func (ix *SearchIndex) scoreTerms(qs []queryTerm, scores []float64, sc *scratch) float64 {
+	k1 := ix.p.k1
+	idfMass := 0.0
+	for gi := 0; gi < len(qs); {
+		gj := gi + 1
+		for gj < len(qs) && qs[gj].group == qs[gi].group {
+			gj++
+		}
+		single := gj-gi == 1 || !ix.p.synMax
+		// An alternative (synonym, correction) weighs no more than the word
+		// itself: a rarer synonym would otherwise outscore the word the
+		// request used ("txt" for "text").
+		capIDF := math.Inf(1)
+		for _, q := range qs[gi:gj] {
+			ps := ix.post[q.id]
+			idf := bm25IDF(ix.n, float64(len(ps)))
+			if q.primary {
+				idfMass += idf
+				capIDF = idf
+			} else if ix.p.altCap {
+				idf = min(idf, capIDF)
+			}
+			c := idf * q.w * (k1 + 1)
+			if single {
+				for _, po := range ps {
+					f := float64(po.tf)
+					scores[po.doc] += c * f / (f + k1)
+				}
+				continue
+			}
+			for _, po := range ps {
+				f := float64(po.tf)
+				v := c * f / (f + k1)
+				if sc.alt[po.doc] == 0 {
+					sc.seen = append(sc.seen, po.doc)
+				}
+				sc.alt[po.doc] = max(sc.alt[po.doc], v)
+			}
+		}
+		for _, d := range sc.seen {
+			scores[d] += sc.alt[d]
+			sc.alt[d] = 0
+		}
+		sc.seen = sc.seen[:0]
+		gi = gj
+	}
+	return idfMass
+}
+
+// serverEvidence scores one document per server (its tools' names, titles
+// and descriptions and its name) for the query and lifts each tool by its
+// server's score relative to the best server's.
+func (ix *SearchIndex) serverEvidence(qs []queryTerm, scores []float64, sc *scratch) {
+	if (ix.p.srv <= 0 && ix.p.srvAdd <= 0) || len(ix.servers) < 2 {
+		return
+	}
+	k1, ns := ix.p.k1, float64(len(ix.servers))
+	srvScore, grp := sc.srv, sc.grp
+	for gi := 0; gi < len(qs); {
+		gj := gi + 1
+		for gj < len(qs) && qs[gj].group == qs[gi].group {
+			gj++
+		}
+		capIDF := math.Inf(1)
+		for _, q := range qs[gi:gj] {
+			ps := ix.srvPost[q.id]
+			idf := bm25IDF(ns, float64(len(ps)))
+			if q.primary {
+				capIDF = idf
+			} else if ix.p.altCap {
+				idf = min(idf, capIDF)
+			}
+			c := idf * q.w * (k1 + 1)
+			for _, po := range ps {
+				f := float64(po.tf)
+				v := c * f / (f + k1)
+				if grp[po.doc] == 0 {
+					sc.seen = append(sc.seen, po.doc)
+				}
+				if ix.p.synMax {
+					grp[po.doc] = max(grp[po.doc], v)
+				} else {
+					grp[po.doc] += v
+				}
+			}
+		}
+		for _, s := range sc.seen {
+			srvScore[s] += grp[s]
+			grp[s] = 0
+		}
+		sc.seen = sc.seen[:0]
+		gi = gj
+	}
+	best, bestTool := 0.0, 0.0
+	for _, s := range srvScore {
+		best = max(best, s)
+	}
+	if best == 0 {
+		return
+	}
+	if ix.p.srvAdd > 0 {
+		for _, s := range scores {
+			bestTool = max(bestTool, s)
+		}
+	}
+	for i, s := range scores {
+		if rel := srvScore[ix.srvOf[i]] / best; rel > 0 {
+			scores[i] = s*(1+ix.p.srv*rel) + ix.p.srvAdd*bestTool*rel
+		}
+	}
 }
 
 // weakShare lowers the bar for long requests, where no single tool is
@@ -555,70 +637,6 @@ func bm25IDF(n, df float64) float64 {
 		return 0
 	}
 	return math.Log(1 + (n-df+0.5)/(df+0.5))
-}
-
-// queryTerms analyses a query: distinct words (weight 1), then their
-// synonyms and typo corrections at lower weights. A word repeated in the
-// request counts once.
-func (ix *SearchIndex) queryTerms(query string) ([]queryTerm, []string) {
-	// Distinct words before stemming (a long pasted text repeats most of
-	// its words), at most maxQueryWords of them.
-	raw := tokensInto(nil, query, ix.p.cjk, ix.p.join)
-	seenRaw := map[string]bool{}
-	words := raw[:0]
-	for _, w := range raw {
-		if !seenRaw[w] && len(seenRaw) < maxQueryWords {
-			seenRaw[w] = true
-			words = append(words, w)
-		}
-	}
-	for i, w := range words {
-		if st, ok := ix.stems[w]; ok {
-			words[i] = st
-		} else if ix.p.stem {
-			words[i] = stemWord(w)
-		} else {
-			words[i] = foldPlural(w)
-		}
-	}
-	seen := map[string]bool{}
-	var distinct []string
-	for _, w := range words {
-		if !seen[w] {
-			seen[w] = true
-			distinct = append(distinct, w)
-		}
-	}
-	var qs []queryTerm
-	used := map[int32]bool{}
-	for g, w := range distinct {
-		if id, ok := ix.vocab[w]; ok {
-			qs = append(qs, queryTerm{id, 1, g})
-			used[id] = true
-		}
-	}
-	// Alternatives: synonyms and typo corrections, each in its word's
-	// group, never a word of the query itself.
-	var alts []queryTerm
-	for g, w := range distinct {
-		if ix.p.syn > 0 {
-			for _, s := range synonymsOf(w, ix.p.stem) {
-				if id, ok := ix.vocab[s]; ok && !seen[s] && !used[id] {
-					alts = append(alts, queryTerm{id, ix.p.syn, g})
-				}
-			}
-		}
-		if _, known := ix.vocab[w]; !known && ix.p.typo > 0 && len(w) >= 5 && isASCIIWord(w) {
-			for _, id := range ix.typoMatches(w) {
-				if !used[id] {
-					alts = append(alts, queryTerm{id, ix.p.typo, g})
-				}
-			}
-		}
-	}
-	qs = append(qs, alts...)
-	slices.SortStableFunc(qs, func(a, b queryTerm) int { return cmp.Compare(a.group, b.group) })
-	return qs, distinct
 }
 
 // typoMatches finds name words one edit (insertion, deletion, substitution
@@ -641,7 +659,7 @@ func (ix *SearchIndex) typoMatches(w string) []int32 {
 
 // scoreExtra scores a tool outside the index with the index's statistics.
 func (ix *SearchIndex) scoreExtra(t *Tool, qs []queryTerm, query string) float64 {
-	if strings.EqualFold(strings.TrimSpace(query), t.Name) {
+	if len(query) <= maxNameBytes && strings.EqualFold(strings.TrimSpace(query), t.Name) {
 		return math.Inf(1)
 	}
 	names, descs := params(t.InputSchema)
@@ -651,14 +669,8 @@ func (ix *SearchIndex) scoreExtra(t *Tool, qs []queryTerm, query string) float64
 	}
 	tf := map[int32]float64{}
 	for f, text := range texts {
-		words := ix.analyzeInto(nil, text, false)
-		if len(words) == 0 {
-			continue
-		}
-		// Length normalised against a typical field of the index: use the
-		// field's own length as the average (norm 1), which is what a
-		// tool of ordinary length gets.
-		for _, w := range words {
+		// No length normalisation: a field of ordinary length gets norm 1.
+		for _, w := range ix.analyzeInto(nil, text, false) {
 			if id, ok := ix.vocab[w]; ok {
 				tf[id] += ix.p.w[f]
 			}
@@ -852,100 +864,4 @@ func terms(text string) []string {
 	p.join = false
 	ix := &SearchIndex{p: p}
 	return ix.analyzeInto(nil, text, false)
-}
-
-// tokens splits text into lower-case words: on anything that is not a
-// letter or digit, and at camelCase and letter/digit boundaries; common
-// English stop words are dropped. With join, a word split at such
-// boundaries is also kept whole ("GitHub" -> git, hub, github), so it
-// matches both spellings. With cjk, runs of Han, kana or Hangul become
-// overlapping character bigrams ("八字信息" -> 八字, 字信, 信息).
-func tokens(text string, cjk, join bool) []string { return tokensInto(nil, text, cjk, join) }
-
-func tokensInto(out []string, text string, cjk, join bool) []string {
-	var cur, whole []rune
-	parts := 0
-	inCJK := false
-	emit := func(w string) {
-		// Single letters ("s" of "repository's") carry no meaning; digits do.
-		if !stopWords[w] && (len(w) != 1 || w[0] < 'a' || w[0] > 'z') {
-			out = append(out, w)
-		}
-	}
-	flush := func() {
-		if len(cur) == 0 {
-			return
-		}
-		if inCJK {
-			if len(cur) == 1 {
-				out = append(out, string(cur))
-			}
-			for i := 0; i+1 < len(cur); i++ {
-				out = append(out, string(cur[i:i+2]))
-			}
-		} else {
-			emit(strings.ToLower(string(cur)))
-			parts++
-		}
-		cur = cur[:0]
-	}
-	endWord := func() {
-		flush()
-		if join && parts > 1 {
-			emit(strings.ToLower(string(whole)))
-		}
-		whole, parts = whole[:0], 0
-	}
-	rs := []rune(text)
-	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			endWord()
-			continue
-		}
-		if c := cjk && isCJK(r); c != inCJK {
-			endWord()
-			inCJK = c
-		}
-		if len(cur) > 0 && !inCJK {
-			prev := cur[len(cur)-1]
-			switch {
-			case unicode.IsLower(prev) && unicode.IsUpper(r):
-				flush()
-			case unicode.IsUpper(prev) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
-				flush() // "HTTPServer" -> HTTP, Server
-			case unicode.IsDigit(prev) != unicode.IsDigit(r):
-				flush()
-			}
-		}
-		cur = append(cur, r)
-		if !inCJK {
-			whole = append(whole, r)
-		}
-	}
-	endWord()
-	return out
-}
-
-func isCJK(r rune) bool {
-	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
-}
-
-// foldPlural folds simple English plurals ("files" -> "file"): the
-// analysis without the stemmer, kept for comparison.
-func foldPlural(w string) string {
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		return w[:len(w)-3] + "y"
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
-		return w[:len(w)-1]
-	}
-	return w
-}
-
-// stopWords are dropped before stemming.
-var stopWords = map[string]bool{
-	"a": true, "an": true, "the": true, "and": true, "or": true, "of": true, "to": true,
-	"in": true, "on": true, "for": true, "with": true, "by": true, "is": true, "are": true,
-	"be": true, "this": true, "that": true, "it": true, "as": true, "at": true, "from": true,
-	"i": true, "me": true, "my": true, "can": true, "you": true, "your": true, "will": true,
 }

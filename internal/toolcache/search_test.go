@@ -24,6 +24,12 @@ func TestTokens(t *testing.T) {
 		{"八字 of a boy", true, true, "八字 boy"},
 		{"mixed中文text", true, true, "mixed 中文 text"},
 		{"This is it", false, false, ""}, // stop words dropped
+		// Data is not words: 65+ letters and digits in a run, or 257+
+		// bytes of ASCII without a space.
+		{"id " + strings.Repeat("aB3", 22) + " ok", false, true, "id ok"},
+		{"see " + strings.Repeat("ab/", 86) + " now", false, true, "see now"},
+		{"see " + strings.Repeat("ab/", 85) + " now", false, false, "see " + strings.TrimSpace(strings.Repeat("ab ", 85)) + " now"},
+		{strings.Repeat("长", 300), true, false, strings.TrimSpace(strings.Repeat("长长 ", 299))}, // not ASCII: text
 	}
 	for _, tc := range tests {
 		if got := strings.Join(tokens(tc.in, tc.cjk, tc.join), " "); got != tc.want {
@@ -92,4 +98,85 @@ func toolsOf(res SearchResult) []Tool {
 		out[i] = h.Tool
 	}
 	return out
+}
+
+// The request-side choices (stop words, what paths and URLs stand for,
+// abbreviations, synonyms capped at the word's IDF), each on a small
+// catalog where only that choice puts the tool first.
+func TestSearchQueryChoices(t *testing.T) {
+	t.Parallel()
+	schema := func(s string) json.RawMessage { return json.RawMessage(s) }
+	r := NewRegistry(
+		[]Tool{{Server: "support", Original: "help_center", Description: "Help and support articles."}},
+		[]Tool{{Server: "kitchen", Original: "find_recipe", Description: "Find recipes by ingredient."}},
+		[]Tool{{Server: "fs", Original: "write_file", Description: "Write content to disk.",
+			InputSchema: schema(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)}},
+		[]Tool{{Server: "notes", Original: "add_note", Description: "Add a note with a summary of the day."}},
+		[]Tool{{Server: "api", Original: "get_spec", Description: "The OpenAPI document of a service."}},
+		[]Tool{{Server: "api", Original: "list_services", Description: "Services and their APIs."}},
+		[]Tool{{Server: "web", Original: "fetch_page", Description: "Fetch a web page as markdown.",
+			InputSchema: schema(`{"type":"object","properties":{"url":{"type":"string"}}}`)}},
+		[]Tool{{Server: "web", Original: "search_web", Description: "Search the web for a topic."}},
+		[]Tool{{Server: "text", Original: "read_text_file", Description: "Read a text file."}},
+		[]Tool{{Server: "text", Original: "count_words", Description: "Count the words of a text."}},
+		[]Tool{{Server: "text", Original: "text_diff", Description: "Differences between two texts."}},
+		[]Tool{{Server: "text", Original: "upper", Description: "Upper-case a text."}},
+		[]Tool{{Server: "files", Original: "read_dir", Description: "Read a directory's entries."}},
+		[]Tool{{Server: "files", Original: "read_lines", Description: "Read lines of a file."}},
+		[]Tool{{Server: "net", Original: "fetch_txt", Description: "Fetch a txt record of a domain."}},
+	)
+	tests := []struct {
+		query, want string
+		off         func(*searchParams)
+	}{
+		{"Could you help me with ingredients?", "kitchen/find_recipe", func(p *searchParams) { p.qstop = false }},
+		{"keep this summary in /tmp/out/today.md", "fs/write_file", func(p *searchParams) { p.entity = 0 }},
+		{"what is on https://example.org/news today", "web/fetch_page", func(p *searchParams) { p.entity = 0 }},
+		{"the API specification of the billing service", "api/get_spec", func(p *searchParams) { p.prefix = 0 }},
+		{"read text", "text/read_text_file", func(p *searchParams) { p.altCap = false }},
+	}
+	first := func(res SearchResult) string {
+		if len(res.Hits) == 0 {
+			return ""
+		}
+		return res.Hits[0].Tool.Server + "/" + res.Hits[0].Tool.Original
+	}
+	tools := r.current().tools
+	for _, tc := range tests {
+		if got := first(r.Index().Search(tc.query, SearchOptions{Limit: 3})); got != tc.want {
+			t.Errorf("Search(%q) first = %q, want %s", tc.query, got, tc.want)
+		}
+		p := defaultSearchParams
+		tc.off(&p)
+		if got := first(buildSearchIndexWith(tools, p).Search(tc.query, SearchOptions{Limit: 3, NoFallback: true})); got == tc.want {
+			t.Errorf("Search(%q) finds %s first without the choice too", tc.query, got)
+		}
+	}
+}
+
+// search_tools always answers: a request with no word of any tool (or
+// only words of asking) gets the closest names, marked Fallback; a good
+// match is neither Fallback nor Weak; a request with pasted data is
+// searched by its words.
+func TestSearchAlwaysAnswers(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry(
+		[]Tool{{Server: "weather", Original: "get_weather", Description: "Current weather for a city."}},
+		[]Tool{{Server: "maps", Original: "geocode", Description: "Coordinates of an address."}},
+		[]Tool{{Server: "fs", Original: "read_file", Description: "Read a file."}},
+	)
+	ix := r.Index()
+	for _, q := range []string{"qqqxyz", "Could you please help me?", ""} {
+		res := ix.Search(q, SearchOptions{Limit: 2})
+		if !res.Fallback || len(res.Hits) != 2 {
+			t.Errorf("Search(%q): fallback %v, %d hits; want the closest names", q, res.Fallback, len(res.Hits))
+		}
+	}
+	if res := ix.Search("weather in Paris", SearchOptions{}); res.Weak || res.Fallback {
+		t.Errorf("a good match is marked weak %v / fallback %v", res.Weak, res.Fallback)
+	}
+	blob := strings.Repeat("iVBORw0KGgoAAAANSUhEUgAAAgAAAAIACAYAAAD0eNT6/+", 400)
+	if res := ix.Search("What city is in this image? "+blob, SearchOptions{}); len(res.Hits) == 0 || res.Hits[0].Tool.Original != "get_weather" {
+		t.Errorf("request with pasted data: %v", toolsOf(res))
+	}
 }
