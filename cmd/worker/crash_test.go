@@ -32,7 +32,7 @@ import (
 // worker process (this binary re-run as the worker command, configured by
 // the environment like the real one) is SIGKILLed while round 2 of a job
 // waits for the model; a second worker process takes the redelivered job
-// and resumes from the round-1 checkpoint. The model is not asked round 1
+// and resumes from the journal of round 1. The model is not asked round 1
 // again, the tool is not called again, the job succeeds on attempt 2 with a
 // coherent transcript, and no MCP server process outlives its worker.
 func TestCrashResumesFromCheckpoint(t *testing.T) {
@@ -82,8 +82,9 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Round 2's request reaches the model only after the loop saved the
-	// round-1 checkpoint (Save is synchronous, before the next round).
+	// Round 2's request reaches the model only after round 1's answer and
+	// its call's result are in the journal (each stored before the loop
+	// goes on).
 	if err := model.WaitRequests(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -95,16 +96,25 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ent, err := progress.Get(ctx, id+".cp")
-	if err != nil {
-		t.Fatalf("no checkpoint while round 2 waits: %v", err)
+	if _, err := progress.Get(ctx, id+".j.t1"); err != nil {
+		t.Fatalf("no journaled round-1 answer while round 2 waits: %v", err)
 	}
-	var cp agentloop.Checkpoint
-	if err := json.Unmarshal(ent.Value(), &cp); err != nil {
+	ent, err := progress.Get(ctx, id+".j.c1.0")
+	if err != nil {
+		t.Fatalf("no journaled call while round 2 waits: %v", err)
+	}
+	var done struct {
+		Kind   string `json:"kind"`
+		Name   string `json:"name"`
+		Result struct {
+			Text string `json:"text"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(ent.Value(), &done); err != nil {
 		t.Fatal(err)
 	}
-	if last := cp.Messages[len(cp.Messages)-1]; cp.Round != 1 || last.Role != llm.RoleTool || last.Content != "5" {
-		t.Fatalf("checkpoint: round %d, last message %+v", cp.Round, last)
+	if done.Kind != "done" || done.Name != "add" || done.Result.Text != "5" {
+		t.Fatalf("journaled call: %s", ent.Value())
 	}
 	if st, err := client.Status(ctx, id); err != nil || st.Status != jobs.StatusRunning || st.Attempt != 1 || st.Worker != "first" {
 		t.Fatalf("before the kill: state %+v, %v", st, err)
@@ -149,7 +159,7 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	if !reflect.DeepEqual(reqs[2].Messages, want) {
 		t.Errorf("resumed request messages:\n got %+v\nwant %+v", reqs[2].Messages, want)
 	}
-	// Usage carries over through the checkpoint: the answered requests 1
+	// Usage carries over through the journal: the answered requests 1
 	// and 3 (llmtest bills about 4 bytes per prompt token), not the one
 	// that died with the first worker.
 	estimate := func(r llmtest.RecordedRequest) int64 { return int64(len(r.Raw)+3) / 4 }

@@ -148,7 +148,13 @@ func compactJSON(b json.RawMessage) json.RawMessage {
 
 // run1 runs one prepared call, filling its output, record and events.
 func (j *job) run1(ctx context.Context, round int, c *call) {
-	j.emit(ctx, EventToolCall, round, map[string]any{
+	// A call an earlier attempt completed published its events then;
+	// replaying it publishes none (job.resumed counts them).
+	emit := j.emit
+	if _, ok := j.journaled(c); ok && j.in.Journal.Completed(c.key) {
+		emit = func(context.Context, string, int, map[string]any) {}
+	}
+	emit(ctx, EventToolCall, round, map[string]any{
 		"call_id":   c.tc.ID,
 		"name":      c.tc.Function.Name,
 		"arguments": c.tc.Function.Arguments,
@@ -174,7 +180,7 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 		return // the attempt ends; the call did not run
 	}
 	if c.status == journal.Interrupted {
-		j.emit(ctx, EventToolInterrupted, round, map[string]any{
+		emit(ctx, EventToolInterrupted, round, map[string]any{
 			"call_id":         c.tc.ID,
 			"name":            c.tc.Function.Name,
 			"tool":            toolName(c.target, c.tc.Function.Name),
@@ -195,7 +201,7 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 	if c.status != journal.Ran {
 		data["journal"] = c.status.String()
 	}
-	j.emit(ctx, EventToolResult, round, data)
+	emit(ctx, EventToolResult, round, data)
 }
 
 // journaled says whether c has an effect to journal (a tool or client-tool

@@ -10,9 +10,10 @@ import "context"
 //	tool.call              call_id, name, arguments (the text the model wrote)
 //	tool.result            call_id, name, tool (real tool behind call_tool), duration_ms,
 //	                       size (bytes of the full output), error, truncated_for_model,
-//	                       output (full), journal ("replayed": an earlier attempt's result,
-//	                       nothing ran; "resent": an interrupted read-only or idempotent
-//	                       call sent again; "interrupted"; absent when the call just ran)
+//	                       output (full), journal ("resent": an interrupted read-only or
+//	                       idempotent call sent again; "interrupted"; absent when the call
+//	                       just ran). A call an earlier attempt completed is replayed from
+//	                       the journal without events (they were published then).
 //	tool.validation_failed retry, call_id, name, tool, arguments, errors ([]string)
 //	tool.schema_retry      retry, tools ([]string), tool_def_tokens
 //	tool.clash             name, server, winner

@@ -15,6 +15,26 @@ import (
 type journaledTurn struct {
 	Message llm.Message `json:"message"`
 	Usage   Usage       `json:"usage"`
+	// Mode is the job's resolved mode, so a resumed attempt offers the
+	// same tools (the calls it replays were made with them).
+	Mode Mode `json:"mode,omitempty"`
+}
+
+// journaledMode is the mode an earlier attempt ran in, if it journaled a
+// round.
+func journaledMode(jr *journal.Journal) Mode {
+	if jr == nil {
+		return ""
+	}
+	raw, ok := jr.Value(turnKey(1))
+	if !ok {
+		return ""
+	}
+	var jt journaledTurn
+	if json.Unmarshal(raw, &jt) != nil {
+		return ""
+	}
+	return jt.Mode
 }
 
 func turnKey(round int) string        { return fmt.Sprintf("t%d", round) }
@@ -50,11 +70,12 @@ func (j *job) turn(ctx context.Context, round int) (turn, error) {
 	intents := map[string]journal.Call{}
 	for i, c := range t.calls {
 		c.key = callKey(round, i)
-		if jc, ok := j.journaled(c); ok && len(intents) < j.l.cfg.MaxParallelCalls {
+		// The calls that start at once (execute starts them in order).
+		if jc, ok := j.journaled(c); ok && i < j.l.cfg.MaxParallelCalls {
 			intents[c.key] = jc
 		}
 	}
-	raw, err := json.Marshal(journaledTurn{Message: t.msg, Usage: addUsage(j.usage, before, -1)})
+	raw, err := json.Marshal(journaledTurn{Message: t.msg, Usage: addUsage(j.usage, before, -1), Mode: j.mode})
 	if err != nil {
 		return turn{}, fmt.Errorf("agentloop: journal answer of round %d: %w", round, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"strings"
@@ -132,6 +133,17 @@ func newJournal(t *testing.T, s journal.Store, prior map[string][]byte) *journal
 // flight is simply sent again. Every call carries its idempotency key.
 func TestJournalNoCompletedCallRunsAgain(t *testing.T) {
 	t.Parallel()
+	// The worker resumes from the journal alone; from a checkpoint as well
+	// is what an older worker's job does.
+	for _, withCheckpoint := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checkpoint=%v", withCheckpoint), func(t *testing.T) {
+			t.Parallel()
+			journalNoCompletedCallRunsAgain(t, withCheckpoint)
+		})
+	}
+}
+
+func journalNoCompletedCallRunsAgain(t *testing.T, withCheckpoint bool) {
 	fx := &effects{}
 	tools := effectsView(t, fx)
 	store := &dyingStore{}
@@ -161,7 +173,10 @@ func TestJournalNoCompletedCallRunsAgain(t *testing.T) {
 	fx.onWrite = nil
 	var ev events
 	s2 := llmtest.NewServer(t, textReply("all done"))
-	in.Resume, in.Sink = &cps.states[0], &ev
+	in.Sink = &ev
+	if withCheckpoint {
+		in.Resume = &cps.states[0]
+	}
 	in.Journal = newJournal(t, &dyingStore{m: store.snapshot()}, store.snapshot())
 	res, err := newLoop(t, s2, agentloop.Config{MaxParallelCalls: 1}).Run(t.Context(), in)
 	if err != nil {
@@ -196,7 +211,11 @@ func TestJournalNoCompletedCallRunsAgain(t *testing.T) {
 	if strings.Join(interrupted, ",") != "write" {
 		t.Errorf("interrupted = %v, want write(c) only", interrupted)
 	}
-	if r := ev.of(agentloop.EventJobResumed); len(r) != 1 || r[0].Data["from_round"] != 2 || r[0].Data["calls_in_flight"] == 0 {
+	from := 1 // the journal alone: rounds 1 and 2 are replayed
+	if withCheckpoint {
+		from = 2
+	}
+	if r := ev.of(agentloop.EventJobResumed); len(r) != 1 || r[0].Data["from_round"] != from || r[0].Data["calls_in_flight"] == 0 {
 		t.Errorf("job.resumed = %+v", r)
 	}
 	// The model sees the interruption as write(c)'s result.

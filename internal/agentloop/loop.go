@@ -132,8 +132,11 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if mode == "" {
 		mode = l.cfg.DefaultMode
 	}
+	if m := journaledMode(in.Journal); m != "" {
+		mode = m // keep the tools array of the interrupted run
+	}
 	if in.Resume != nil && in.Resume.Mode != "" {
-		mode = in.Resume.Mode // keep the tools array of the interrupted run
+		mode = in.Resume.Mode
 	}
 	if !mode.Valid() {
 		return nil, fmt.Errorf("%w: unknown tool mode %q", ErrConfig, mode)
@@ -731,23 +734,24 @@ func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
 }
 
 // execute runs a round's calls concurrently (at most MaxParallelCalls at a
-// time) and returns their tool messages and records in call order.
+// time, started in call order) and returns their tool messages and records in call order.
 func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Message, []reflect.Record) {
+	// Calls start in order: the first MaxParallelCalls at once (their
+	// intents went with the round's answer, see turn), each later one
+	// when a slot frees.
 	sem := make(chan struct{}, j.l.cfg.MaxParallelCalls)
 	var wg sync.WaitGroup
 	for _, c := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				c.output, c.isError = "Error: "+ctx.Err().Error(), true
-				return
-			}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			c.output, c.isError = "Error: "+ctx.Err().Error(), true
+			continue
+		}
+		wg.Go(func() {
 			defer func() { <-sem }()
 			j.run1(ctx, round, c)
-		}()
+		})
 	}
 	wg.Wait()
 	msgs := make([]llm.Message, len(calls))

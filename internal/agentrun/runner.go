@@ -123,7 +123,10 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 	if in.Journal, err = journal.New(env.Journal(), prior); err != nil {
 		return nil, err
 	}
-	in.Checkpoints = checkpoints{env}
+	// No per-round checkpoint: the journal holds every round's answer and
+	// every call's result, from which a resumed attempt replays the job
+	// without the model or the tools (one write a round less). A
+	// checkpoint an older worker left is still resumed from.
 	cp, err := loadCheckpoint(ctx, env)
 	if err != nil {
 		log.Warn("checkpoint unreadable; starting over", "err", err)
@@ -147,18 +150,6 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 		return out, classify(err)
 	}
 	return out, nil
-}
-
-// checkpoints stores the loop's checkpoint after each round beside the
-// transcript.
-type checkpoints struct{ env jobs.RunEnv }
-
-func (c checkpoints) Save(ctx context.Context, cp agentloop.Checkpoint) error {
-	b, err := json.Marshal(cp)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return c.env.SaveCheckpoint(ctx, b)
 }
 
 // loadCheckpoint returns the checkpoint of an earlier attempt, or nil.

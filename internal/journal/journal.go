@@ -180,6 +180,15 @@ func (j *Journal) Value(key string) (json.RawMessage, bool) {
 	return e.Value, true
 }
 
+// Completed reports whether an earlier attempt completed the call at key
+// (Do will return its result without running it).
+func (j *Journal) Completed(key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, ok := j.prior[key]
+	return ok && e.Kind == kindDone && e.Result != nil && !j.mine[key]
+}
+
 // RecordValue stores v at key, with the intents of calls about to be
 // sent (keyed like Do's keys), in one write. Do on those keys then
 // stores no intent of its own.
