@@ -480,7 +480,7 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 	}
 	if len(opts.Extra) > 0 && opts.Server == "" {
 		for i := range opts.Extra {
-			if s := ix.scoreExtra(&opts.Extra[i], q.terms, query); s > 0 {
+			if s := ix.scoreExtra(&opts.Extra[i], q, query); s > 0 {
 				top.push(&opts.Extra[i], s)
 			}
 		}
@@ -657,8 +657,10 @@ func (ix *SearchIndex) typoMatches(w string) []int32 {
 	return out
 }
 
-// scoreExtra scores a tool outside the index with the index's statistics.
-func (ix *SearchIndex) scoreExtra(t *Tool, qs []queryTerm, query string) float64 {
+// scoreExtra scores a tool outside the index with the index's statistics;
+// request words no indexed tool has (a client tool's own vocabulary) count
+// as words of one tool.
+func (ix *SearchIndex) scoreExtra(t *Tool, q analyzedQuery, query string) float64 {
 	if len(query) <= maxNameBytes && strings.EqualFold(strings.TrimSpace(query), t.Name) {
 		return math.Inf(1)
 	}
@@ -668,21 +670,27 @@ func (ix *SearchIndex) scoreExtra(t *Tool, qs []queryTerm, query string) float64
 		fParamName: strings.Join(names, " "), fParamDesc: strings.Join(descs, "\n"), fServer: t.Server,
 	}
 	tf := map[int32]float64{}
+	own := map[string]float64{}
 	for f, text := range texts {
 		// No length normalisation: a field of ordinary length gets norm 1.
 		for _, w := range ix.analyzeInto(nil, text, false) {
 			if id, ok := ix.vocab[w]; ok {
 				tf[id] += ix.p.w[f]
+			} else if q.unknown[w] {
+				own[w] += ix.p.w[f]
 			}
 		}
 	}
 	k1, s := ix.p.k1, 0.0
-	for _, q := range qs {
-		f := tf[q.id]
+	for _, qt := range q.terms {
+		f := tf[qt.id]
 		if f == 0 {
 			continue
 		}
-		s += bm25IDF(ix.n+1, float64(len(ix.post[q.id]))+1) * q.w * (k1 + 1) * f / (f + k1)
+		s += bm25IDF(ix.n+1, float64(len(ix.post[qt.id]))+1) * qt.w * (k1 + 1) * f / (f + k1)
+	}
+	for _, f := range own {
+		s += bm25IDF(ix.n+1, 1) * (k1 + 1) * f / (f + k1)
 	}
 	return s
 }

@@ -26,11 +26,13 @@ type queryTerm struct {
 	primary bool
 }
 
-// analyzedQuery is a request's terms, ordered by group, and how many
-// distinct words it has.
+// analyzedQuery is a request's terms, ordered by group, how many distinct
+// words it has, and the (stemmed) words no indexed tool has, which only
+// SearchOptions.Extra tools can match.
 type analyzedQuery struct {
-	terms []queryTerm
-	words int
+	terms   []queryTerm
+	words   int
+	unknown map[string]bool
 }
 
 // maxQueryTerms bounds the request words searched for (see analyze).
@@ -65,11 +67,17 @@ func (ix *SearchIndex) analyze(text string) analyzedQuery {
 		return true
 	})
 	var qs []queryTerm
+	var unknown map[string]bool
 	used := make(map[int32]bool, len(words))
 	for g, w := range words {
 		if id, ok := ix.vocab[w]; ok {
 			qs = append(qs, queryTerm{id: id, w: 1, group: int32(g), primary: true})
 			used[id] = true
+		} else {
+			if unknown == nil {
+				unknown = map[string]bool{}
+			}
+			unknown[w] = true
 		}
 	}
 	// A long request is searched by its maxQueryTerms rarest words: the
@@ -129,7 +137,7 @@ func (ix *SearchIndex) analyze(text string) analyzedQuery {
 		qs = append(qs, alts...)
 		slices.SortStableFunc(qs, func(a, b queryTerm) int { return cmp.Compare(a.group, b.group) })
 	}
-	return analyzedQuery{terms: qs, words: len(words)}
+	return analyzedQuery{terms: qs, words: len(words), unknown: unknown}
 }
 
 // queryStopWord: words that say nothing about which tool a request needs.

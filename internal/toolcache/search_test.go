@@ -180,3 +180,15 @@ func TestSearchAlwaysAnswers(t *testing.T) {
 		t.Errorf("request with pasted data: %v", toolsOf(res))
 	}
 }
+
+// A job's own tools (SearchOptions.Extra) are found by words no indexed
+// tool has.
+func TestSearchExtraOwnWords(t *testing.T) {
+	t.Parallel()
+	ix := NewRegistry([]Tool{{Server: "weather", Original: "get_weather", Description: "Current weather for a city."}}).Index()
+	extra := []Tool{{Name: "lookup_order", Description: "Look up an order's status by its number."}}
+	res := ix.Search("look up the status of an order", SearchOptions{Limit: 3, Extra: extra})
+	if res.Fallback || len(res.Hits) == 0 || res.Hits[0].Tool.Name != "lookup_order" {
+		t.Errorf("hits %v, fallback %v; want lookup_order first by its words", toolsOf(res), res.Fallback)
+	}
+}
