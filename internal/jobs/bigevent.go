@@ -3,11 +3,16 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/ulid/v2"
 )
 
 // An event's data that would not fit the server's max_payload is stored in
@@ -135,4 +140,72 @@ func (w *Worker) putObject(ctx context.Context, name string, data []byte) error 
 		Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: w.objectChunk()},
 	}, bytes.NewReader(data))
 	return err
+}
+
+// objectPut is an object on its way into the transcript bucket.
+type objectPut struct {
+	name string
+	futs []jetstream.PubAckFuture
+}
+
+// startPutObject stores data as the object name of the transcript bucket
+// in the object store's own layout (chunks on $O.<bucket>.C.<id>, then the
+// meta message on $O.<bucket>.M.<base64url name> with a subject rollup),
+// read back by any object-store client, but published asynchronously on
+// the worker's JetStream context: no metadata read first and no reply
+// subscription of its own, as nats.go's ObjectStore.Put has, so storing
+// costs the one round trip of awaiting its acks (wait), which can be shared
+// with others. Unlike Put it leaves the chunks of an earlier object of the
+// same name in place (the meta's rollup replaces its metadata): for names
+// written once, such as a job's transcripts on its first attempt.
+func (w *Worker) startPutObject(name string, data []byte) (*objectPut, error) {
+	bucket := w.names.TranscriptBucket()
+	id := ulid.Make().String()
+	chunkSubj := "$O." + bucket + ".C." + id
+	size := int(w.objectChunk())
+	p := &objectPut{name: name}
+	h := sha256.New()
+	chunks := 0
+	for off := 0; off < len(data); off += size {
+		part := data[off:min(off+size, len(data))]
+		h.Write(part)
+		fut, err := w.topo.JS.PublishMsgAsync(&nats.Msg{Subject: chunkSubj, Data: part})
+		if err != nil {
+			return nil, fmt.Errorf("store %s: %w", name, err)
+		}
+		p.futs = append(p.futs, fut)
+		chunks++
+	}
+	info := jetstream.ObjectInfo{
+		ObjectMeta: jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: uint32(size)}},
+		Bucket:     bucket, NUID: id, Size: uint64(len(data)), Chunks: uint32(chunks),
+		Digest: jetstream.GetObjectDigestValue(h),
+	}
+	meta, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	mm := nats.NewMsg("$O." + bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name)))
+	mm.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	mm.Data = meta
+	fut, err := w.topo.JS.PublishMsgAsync(mm)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
+	p.futs = append(p.futs, fut)
+	return p, nil
+}
+
+// wait returns once the server has stored every part of the object.
+func (p *objectPut) wait(ctx context.Context) error {
+	for _, f := range p.futs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return fmt.Errorf("store %s: %w", p.name, err)
+		case <-ctx.Done():
+			return fmt.Errorf("store %s: %w", p.name, errors.Join(ctx.Err(), nats.ErrTimeout))
+		}
+	}
+	return nil
 }

@@ -144,3 +144,42 @@ func TestOversizedEventsAreOffloaded(t *testing.T) {
 		t.Errorf("note: %s, %v", d, err)
 	}
 }
+
+// TestStartPutObject: an object published by startPutObject (chunks and
+// meta, asynchronously) reads back through the object store as nats.go
+// wrote it, several chunks, digest and all; a second put of the name
+// replaces it.
+func TestStartPutObject(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	w, _ := startWorker(t, nc, Config{Runner: newTestRunner()})
+	ctx := natstest.Context(t)
+	data := make([]byte, 300<<10)
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+	for _, d := range [][]byte{data, []byte(`{"short":true}`)} {
+		p, err := w.startPutObject("obj.raw", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.topo.Transcripts.GetBytes(ctx, "obj.raw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, d) {
+			t.Fatalf("read back %d bytes, want %d", len(got), len(d))
+		}
+		info, err := w.topo.Transcripts.GetInfo(ctx, "obj.raw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (len(d) + int(w.objectChunk()) - 1) / int(w.objectChunk()); int(info.Chunks) != want || info.Size != uint64(len(d)) || info.ModTime.IsZero() {
+			t.Errorf("info %+v, want %d chunks", info, want)
+		}
+	}
+}

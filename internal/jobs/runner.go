@@ -89,6 +89,12 @@ type runEnv struct {
 	// checkpointObject: the job's checkpoint is (or may be) an object,
 	// to delete when the job ends (journal.go).
 	checkpointObject atomic.Bool
+
+	// pub holds the attempt's events until they are acknowledged
+	// (eventpub.go); gap* are events it had to refuse, not yet reported
+	// by an events.gap event. Both under mu.
+	pub                        *eventPub
+	gapFirst, gapLast, gapLost int
 }
 
 // refuse reports whether the attempt may no longer act for its job.
@@ -108,6 +114,9 @@ func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) erro
 	if err := e.refuse(); err != nil {
 		return err
 	}
+	if !eventTypeRE.MatchString(typ) {
+		return fmt.Errorf("event type %q is not a subject-safe token", typ)
+	}
 	var raw json.RawMessage
 	if data != nil {
 		b, err := json.Marshal(data)
@@ -118,6 +127,7 @@ func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) erro
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.reportGapLocked()
 	e.seq++
 	ev := Event{
 		JobID: e.jobID, Type: typ, Attempt: e.attempt, Seq: e.seq, Round: round,
@@ -134,18 +144,98 @@ func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) erro
 		}
 		ev.Data = reduced
 	}
-	return e.w.publishEvent(ctx, ev)
+	return e.queueLocked(ev)
+}
+
+// events is the attempt's event backlog (mu held).
+func (e *runEnv) eventsLocked() *eventPub {
+	if e.pub == nil {
+		e.pub = &eventPub{js: e.w.topo.JS, nc: e.w.cfg.Conn, limits: e.w.eventBacklog()}
+	}
+	return e.pub
+}
+
+// queueLocked publishes ev asynchronously (eventpub.go); an event the
+// backlog has no room for is lost, counted for the events.gap event.
+func (e *runEnv) queueLocked(ev Event) error {
+	m, err := eventMsg(e.w.names, ev)
+	if err != nil {
+		return err
+	}
+	if err := e.eventsLocked().add(m); err != nil {
+		if e.gapLost == 0 {
+			e.gapFirst = ev.Seq
+			e.w.log.Warn("events lost while NATS is unreachable; an events.gap event will say which",
+				"job", e.jobID, "attempt", e.attempt, "first_seq", ev.Seq)
+		}
+		e.gapLast, e.gapLost = ev.Seq, e.gapLost+1
+		return fmt.Errorf("event %s (seq %d) of %s: %w", ev.Type, ev.Seq, e.jobID, err)
+	}
+	return nil
+}
+
+// reportGapLocked publishes the events.gap event of the events lost so
+// far, once the backlog has room for it.
+func (e *runEnv) reportGapLocked() {
+	if e.gapLost == 0 || !e.eventsLocked().room(1024) {
+		return
+	}
+	first, last, lost := e.gapFirst, e.gapLast, e.gapLost
+	e.gapLost = 0
+	e.seq++
+	b, _ := json.Marshal(gapData(first, last, lost))
+	ev := Event{JobID: e.jobID, Type: EventGap, Attempt: e.attempt, Seq: e.seq, Worker: e.w.cfg.WorkerID, Data: b}
+	if e.queueLocked(ev) == nil {
+		e.w.log.Warn("events lost", "job", e.jobID, "attempt", e.attempt, "first_seq", first, "last_seq", last, "lost", lost)
+	}
+}
+
+// flush waits until the attempt's events are acknowledged (see
+// eventPub.flush), reporting a gap first; it returns how many were not.
+func (e *runEnv) flush(ctx context.Context) (int, error) {
+	e.mu.Lock()
+	e.reportGapLocked()
+	p := e.eventsLocked()
+	e.mu.Unlock()
+	fenced := func() bool { return e.refuse() != nil }
+	n, err := p.flush(ctx, fenced)
+	if err == nil {
+		e.mu.Lock()
+		gap := e.gapLost > 0
+		e.reportGapLocked()
+		e.mu.Unlock()
+		if gap {
+			n, err = p.flush(ctx, fenced)
+		}
+	}
+	return n, err
 }
 
 func (w *Worker) publishEvent(ctx context.Context, ev Event) error {
 	return publishEvent(ctx, w.topo.JS, w.names, ev)
 }
 
-// publishEvent stamps and publishes ev. It detaches from ctx's
-// cancellation (not its values) so terminal events of cancelled jobs go out.
+// publishEvent stamps and publishes ev, waiting for its ack. It detaches
+// from ctx's cancellation (not its values) so terminal events of cancelled
+// jobs go out.
 func publishEvent(ctx context.Context, js jetstream.JetStream, n Names, ev Event) error {
+	m, err := eventMsg(n, ev)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("publish event %s of %s: %w", ev.Type, ev.JobID, err)
+	}
+	return nil
+}
+
+// eventMsg is ev stamped with the time, on its subject, with its
+// Nats-Msg-Id <job_id>.<attempt>.<seq>.
+func eventMsg(n Names, ev Event) (*nats.Msg, error) {
 	if !eventTypeRE.MatchString(ev.Type) {
-		return fmt.Errorf("event type %q is not a subject-safe token", ev.Type)
+		return nil, fmt.Errorf("event type %q is not a subject-safe token", ev.Type)
 	}
 	if ev.Seq == 0 {
 		ev.Seq = 1
@@ -153,15 +243,10 @@ func publishEvent(ctx context.Context, js jetstream.JetStream, n Names, ev Event
 	ev.Time = time.Now().UTC()
 	b, err := json.Marshal(ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
-	defer cancel()
 	m := nats.NewMsg(n.EventSubject(ev.JobID, ev.Type))
 	m.Data = b
-	id := fmt.Sprintf("%s.%d.%d", ev.JobID, ev.Attempt, ev.Seq)
-	if _, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(id)); err != nil {
-		return fmt.Errorf("publish event %s of %s: %w", ev.Type, ev.JobID, err)
-	}
-	return nil
+	m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s.%d.%d", ev.JobID, ev.Attempt, ev.Seq))
+	return m, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,13 +21,72 @@ const maxCASRetries = 32
 // compare-and-swap on the key's revision, so concurrent parties (the
 // worker running the job, a canceller, the dead-letterer, a second worker
 // after a redelivery) never overwrite each other's transitions.
+//
+// A worker holds the state and revision it last read or wrote of each job
+// it runs (hold), so a transition of such a job writes at once against the
+// revision it holds instead of reading first: a party that wrote in
+// between makes the compare-and-swap fail, and the transition reads and
+// decides again. A decision not to write made on the held state (f's error,
+// or nothing to write) is checked on a fresh read before it is returned,
+// so what a transition decides is always what it would decide on the
+// current state.
 type stateStore struct {
 	kv  jetstream.KeyValue
 	now func() time.Time
+
+	mu   sync.Mutex
+	held map[string]*heldState // jobs held; nil entry: held, nothing known yet
+}
+
+// heldState is a job's state at a revision, as last read or written.
+type heldState struct {
+	st  State
+	rev uint64
 }
 
 func newStateStore(kv jetstream.KeyValue) *stateStore {
-	return &stateStore{kv: kv, now: time.Now}
+	return &stateStore{kv: kv, now: time.Now, held: map[string]*heldState{}}
+}
+
+// hold makes the store keep what it reads and writes of id, until release.
+func (s *stateStore) hold(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.held[id]; !ok {
+		s.held[id] = nil
+	}
+}
+
+// release forgets id's held state.
+func (s *stateStore) release(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.held, id)
+}
+
+// remember keeps st at rev as id's held state when id is held.
+func (s *stateStore) remember(id string, st *State, rev uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.held[id]; ok {
+		if st == nil {
+			s.held[id] = nil
+			return
+		}
+		s.held[id] = &heldState{st: *st, rev: rev}
+	}
+}
+
+// holding returns id's held state and revision.
+func (s *stateStore) holding(id string) (*State, uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.held[id]
+	if h == nil {
+		return nil, 0, false
+	}
+	st := h.st
+	return &st, h.rev, true
 }
 
 // get returns the state of id and its revision, or ErrNotFound.
@@ -42,6 +102,7 @@ func (s *stateStore) get(ctx context.Context, id string) (*State, uint64, error)
 	if err := json.Unmarshal(e.Value(), &st); err != nil {
 		return nil, 0, fmt.Errorf("state of %s: %w", id, err)
 	}
+	s.remember(id, &st, e.Revision())
 	return &st, e.Revision(), nil
 }
 
@@ -49,11 +110,18 @@ func (s *stateStore) get(ctx context.Context, id string) (*State, uint64, error)
 // and writes what f returns with compare-and-swap, re-reading and calling
 // f again when another party wrote first. f returning an error aborts with
 // that error; f returning nil, nil leaves the state as it is.
+//
+// For a held job (see hold) the first try works on the held state without
+// reading; see stateStore.
 func (s *stateStore) update(ctx context.Context, id string, f func(cur *State) (*State, error)) (*State, error) {
+	cur, rev, held := s.holding(id)
 	for range maxCASRetries {
-		cur, rev, err := s.get(ctx, id)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, err
+		if !held {
+			var err error
+			cur, rev, err = s.get(ctx, id)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
 		}
 		var in *State
 		if cur != nil {
@@ -61,25 +129,29 @@ func (s *stateStore) update(ctx context.Context, id string, f func(cur *State) (
 			in = &c
 		}
 		next, err := f(in)
-		if err != nil {
+		if err != nil || next == nil {
+			if held { // decided on the held state: confirm on the current one
+				held = false
+				continue
+			}
 			return cur, err
 		}
-		if next == nil {
-			return cur, nil
-		}
+		held = false
 		next.ID = id
 		next.UpdatedAt = s.now().UTC()
 		b, err := json.Marshal(next)
 		if err != nil {
 			return nil, err
 		}
+		var nrev uint64
 		if cur == nil {
-			_, err = s.kv.Create(ctx, id, b)
+			nrev, err = s.kv.Create(ctx, id, b)
 		} else {
-			_, err = s.kv.Update(ctx, id, b, rev)
+			nrev, err = s.kv.Update(ctx, id, b, rev)
 		}
 		switch {
 		case err == nil:
+			s.remember(id, next, nrev)
 			return next, nil
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			continue // lost the race: look again

@@ -110,6 +110,7 @@ type Worker struct {
 	running map[string]*runningAttempt
 
 	hbFault heartbeatFault // tests only
+	backlog backlogLimits  // tests only: an attempt's event backlog (zero: the defaults)
 }
 
 // WithDefaults returns c with its zero fields set to the defaults
@@ -245,7 +246,9 @@ func (w *Worker) Ready() <-chan struct{} { return w.ready }
 // the rest back (NakWithDelay) and returns. It returns an error only when
 // it cannot start.
 func (w *Worker) Run(ctx context.Context) error {
-	js, err := jetstream.New(w.cfg.Conn)
+	// Asynchronous publishes (events, transcripts) resolve within
+	// publishTimeout even when their ack is lost (eventpub.go).
+	js, err := jetstream.New(w.cfg.Conn, jetstream.WithPublishAsyncTimeout(publishTimeout))
 	if err != nil {
 		return err
 	}
@@ -507,6 +510,10 @@ func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 // is already final (another message with the same id finished it).
 func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result) {
 	id := env.jobID
+	// The attempt's events are stored before the state says it ended.
+	if n, err := env.flush(ctx); err != nil {
+		w.log.Error("events not acknowledged", "job", id, "events", n, "err", err)
+	}
 	now := time.Now().UTC()
 	_, err := w.states.update(ctx, id, func(cur *State) (*State, error) {
 		if cur != nil && cur.Status.Terminal() {
@@ -525,6 +532,9 @@ func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq ui
 	}
 	if err := env.Emit(ctx, EventDead, 0, res); err != nil {
 		w.log.Error("event publish failed", "job", id, "err", err)
+	}
+	if n, err := env.flush(ctx); err != nil {
+		w.log.Error("events not acknowledged", "job", id, "events", n, "err", err)
 	}
 }
 
@@ -619,6 +629,10 @@ func (w *Worker) run(d delivery) {
 		delete(w.running, d.id)
 		w.mu.Unlock()
 	}()
+	// Transitions of this attempt write against the revision it last
+	// read or wrote (stateStore.hold).
+	w.states.hold(d.id)
+	defer w.states.release(d.id)
 
 	ctx, cancel := opContext()
 	if owner, err := w.liveOwner(ctx, d); err != nil || owner != nil {
@@ -869,12 +883,19 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		if status != StatusSucceeded {
 			res.Answer = "" // a partial answer is in the transcript
 		}
-		if len(out.Messages) > 0 {
-			if err := w.storeTranscripts(ctx, d, out, finished); err != nil {
-				d.log.Error("transcript store failed", "err", err)
-			} else {
-				res.Transcript = TranscriptName(d.id)
-			}
+	}
+	// The transcripts and the attempt's events are stored before the
+	// state says the job ended, their acks awaited together.
+	var transcripts func(context.Context) error
+	if out != nil && len(out.Messages) > 0 {
+		transcripts = w.storeTranscripts(d, out, finished)
+	}
+	w.flushEvents(ctx, d)
+	if transcripts != nil {
+		if err := transcripts(ctx); err != nil {
+			d.log.Error("transcript store failed", "err", err)
+		} else {
+			res.Transcript = TranscriptName(d.id)
 		}
 	}
 	write := func() error {
@@ -920,15 +941,29 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
 		d.log.Error("event publish failed", "err", err)
 	}
-	if err := d.msg.DoubleAck(ctx); err != nil {
+	// The terminal event is published before the ack, on the same
+	// connection: the server stores it first, and the two round trips
+	// overlap.
+	var ackErr error
+	var acked sync.WaitGroup
+	acked.Go(func() { ackErr = d.msg.DoubleAck(ctx) })
+	w.flushEvents(ctx, d)
+	acked.Wait()
+	if ackErr != nil {
 		// The state is final, so a redelivery is acked without running.
-		d.log.Warn("ack failed", "err", err)
+		d.log.Warn("ack failed", "err", ackErr)
 	}
 	d.log.Info("job finished", "status", status, "error", errText)
 }
 
-// storeTranscripts puts the reflected and the raw transcript.
-func (w *Worker) storeTranscripts(ctx context.Context, d delivery, out *Outcome, finished time.Time) error {
+// storeTranscripts starts storing the raw and the reflected transcript,
+// objects <job_id>.raw and <job_id> of the transcript bucket; wait returns
+// once both are stored. A first attempt publishes them asynchronously
+// (startPutObject: no object of those names exists yet), so their acks
+// are awaited with the events'; a later attempt, or a first whose
+// publishes failed, uses ObjectStore.Put, which replaces what an earlier
+// attempt may have stored.
+func (w *Worker) storeTranscripts(d delivery, out *Outcome, finished time.Time) (wait func(context.Context) error) {
 	t := Transcript{
 		JobID: d.id, Attempt: d.attempt, Worker: w.cfg.WorkerID, Model: out.Model, Mode: string(out.Mode),
 		Rounds: out.Rounds, StopReason: out.StopReason, Usage: out.Usage,
@@ -937,7 +972,7 @@ func (w *Worker) storeTranscripts(ctx context.Context, d delivery, out *Outcome,
 	}
 	raw, err := json.Marshal(t)
 	if err != nil {
-		return err
+		return func(context.Context) error { return err }
 	}
 	// A Runner that does not reflect leaves Reflected nil: the <job_id>
 	// object then holds the raw messages and says so.
@@ -945,13 +980,41 @@ func (w *Worker) storeTranscripts(ctx context.Context, d delivery, out *Outcome,
 	if out.Reflected != nil {
 		t.Reflected, t.Messages = true, out.Reflected
 		if refl, err = json.Marshal(t); err != nil {
-			return err
+			return func(context.Context) error { return err }
 		}
 	}
-	if err := w.putObject(ctx, RawTranscriptName(d.id), raw); err != nil {
-		return err
+	objs := []struct {
+		name string
+		data []byte
+	}{{RawTranscriptName(d.id), raw}, {TranscriptName(d.id), refl}}
+	var puts []*objectPut
+	if d.attempt == 1 {
+		for _, o := range objs {
+			p, err := w.startPutObject(o.name, o.data)
+			if err != nil {
+				break
+			}
+			puts = append(puts, p)
+		}
 	}
-	return w.putObject(ctx, TranscriptName(d.id), refl)
+	return func(ctx context.Context) error {
+		stored := len(puts) == len(objs)
+		for _, p := range puts {
+			if err := p.wait(ctx); err != nil {
+				d.log.Warn("transcript publish failed; storing it again", "err", err)
+				stored = false
+			}
+		}
+		if stored {
+			return nil
+		}
+		for _, o := range objs {
+			if err := w.putObject(ctx, o.name, o.data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // handBack returns a running job to the queue (state queued) after delay.
@@ -977,6 +1040,7 @@ func (w *Worker) handBack(d delivery, eventType, why string, delay time.Duration
 	if err := d.env.Emit(ctx, eventType, 0, map[string]any{"reason": why, "delay_ms": delay.Milliseconds()}); err != nil {
 		d.log.Error("event publish failed", "err", err)
 	}
+	w.flushEvents(ctx, d)
 	if err := d.msg.NakWithDelay(delay); err != nil {
 		d.log.Warn("nak failed; the job comes back after its ack wait", "err", err)
 	}
