@@ -71,6 +71,7 @@ type Config struct {
 	MCPBackoffMax     time.Duration `envconfig:"MCP_BACKOFF_MAX" desc:"MCP: longest delay between reconnection attempts"`
 
 	MetricsAddr string `split_words:"true" desc:"address of the Prometheus /metrics endpoint, e.g. :9090 (empty: off)"`
+	Pprof       bool   `envconfig:"PPROF" desc:"also serve Go's net/http/pprof profiles under /debug/pprof/ on JETAGENT_METRICS_ADDR (needs it; they show the process's internals)"`
 	LogLevel    string `split_words:"true" desc:"debug, info, warn or error"`
 	LogFormat   string `split_words:"true" desc:"text or json"`
 }
@@ -336,6 +337,9 @@ func (s Settings) validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return bad("JETAGENT_METRICS_ADDR", "%q is not host:port", c.MetricsAddr)
 		}
+	}
+	if c.Pprof && c.MetricsAddr == "" {
+		return bad("JETAGENT_PPROF", "true needs JETAGENT_METRICS_ADDR: profiles are served on the metrics listener")
 	}
 	if err := s.llmConfig().Validate(); err != nil {
 		return named(err, llmVars)
