@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -112,7 +113,20 @@ func main() {
 	flag.IntVar(&o.FullQueue, "full-queue", 3000, "jobs queued before the worker starts, on a nats-server process (0: skip the part)")
 	flag.IntVar(&o.FullQueueConc, "full-queue-concurrency", 256, "the worker's slots in the full-queue part")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
+	var cpuProfile string
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof; pick the parts with the flags above)")
 	flag.Parse()
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	var err error
 	if o.Conc, err = ints(conc); err == nil {
 		if o.Workers, err = ints(workers); err == nil {
@@ -128,6 +142,7 @@ func main() {
 	rep, err := Run(ctx, o, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 	if asJSON {
@@ -139,6 +154,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
