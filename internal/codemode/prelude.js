@@ -1,0 +1,495 @@
+// The prelude runs in every fresh runtime before the code. Go calls it with
+// h: the size caps, the tool names and a few Go functions. It removes what
+// code mode does not offer, puts size guards on the built-ins that could
+// otherwise allocate or loop without bound inside one native step (where
+// goja's interrupt cannot reach), and defines console and tools. It keeps
+// its own references to the original built-ins, so later changes the code
+// makes to globals or prototypes only affect the code itself.
+(function (h) {
+  "use strict";
+  const G = globalThis;
+  const O = Object, A = Array, S = String;
+  const apply = Reflect.apply;
+  const defineProperty = O.defineProperty, getPrototypeOf = O.getPrototypeOf;
+  const getOwnPropertyDescriptor = O.getOwnPropertyDescriptor, ownKeys = Reflect.ownKeys;
+  const create = O.create, freeze = O.freeze, isArray = A.isArray;
+  const jsonStringify = JSON.stringify, jsonParse = JSON.parse;
+  const ErrorC = Error, RangeErrorC = RangeError, TypeErrorC = TypeError, EvalErrorC = EvalError;
+  const MapC = Map, SetC = Set, WeakMapC = WeakMap;
+  const wmGet = WeakMap.prototype.get, wmSet = WeakMap.prototype.set;
+  const mapEntries = Map.prototype.entries, setValues = Set.prototype.values;
+  const arrayFrom = A.from, arrayJoin = A.prototype.join, arrayPush = A.prototype.push;
+  const arraySlice = A.prototype.slice;
+  const strIndexOf = S.prototype.indexOf, strSlice = S.prototype.slice, strValueOf = S.prototype.valueOf;
+  const floor = Math.floor;
+  const symIterator = Symbol.iterator, symReplace = Symbol.replace, symSplit = Symbol.split, symMatch = Symbol.match;
+
+  const MAX_STR = h.maxStr, MAX_ELEMS = h.maxElems, MAX_KEYS = h.maxKeys;
+  const MAX_DEPTH = h.maxDepth, MAX_ARGS = h.maxArgs, MAX_FLAT = 100;
+  const jsonDepth = h.jsonDepth, emit = h.emit, hostCall = h.call;
+
+  function refuse(what, n, max, unit) {
+    throw new RangeErrorC(what + ": " + n + " " + unit + " is over the code-mode limit of " + max);
+  }
+  function toLength(v) {
+    const n = +v;
+    if (!(n > 0)) return 0;
+    return n > 9007199254740991 ? 9007199254740991 : floor(n);
+  }
+  function def(obj, key, value) {
+    defineProperty(obj, key, { value: value, writable: true, enumerable: false, configurable: true });
+  }
+  const wrapped = new MapC(); // original function -> its guarded replacement
+  function replace(obj, key, make) {
+    const orig = obj[key];
+    if (typeof orig !== "function") return;
+    let w = wrapped.get(orig);
+    if (w === undefined) {
+      w = make(orig);
+      defineProperty(w, "name", { value: orig.name, configurable: true });
+      defineProperty(w, "length", { value: orig.length, configurable: true });
+      wrapped.set(orig, w);
+    }
+    def(obj, key, w);
+  }
+  function lengthOf(o) {
+    return o === null || o === undefined ? 0 : toLength(o.length);
+  }
+  function checkElems(what, n) {
+    if (n > MAX_ELEMS) refuse(what, n, MAX_ELEMS, "elements");
+  }
+  function checkChars(what, n) {
+    if (n > MAX_STR) refuse(what, n, MAX_STR, "characters");
+  }
+  // strLen is the length of a string or String object, else 0.
+  function strLen(v) {
+    if (typeof v === "string") return v.length;
+    if (typeof v === "object" && v !== null) {
+      try { return apply(strValueOf, v, []).length; } catch (e) { return 0; }
+    }
+    return 0;
+  }
+  function checkKeys(what, v) {
+    const n = strLen(v);
+    if (n > MAX_KEYS) refuse(what + " of a string", n, MAX_KEYS, "characters");
+    return v;
+  }
+
+  // Not offered: binary data (allocated whole in one step, and not needed
+  // for JSON tools), BigInt (one operator can allocate without bound),
+  // and what would make a run depend on the garbage collector.
+  for (const n of ["ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array",
+    "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array",
+    "Float64Array", "BigInt64Array", "BigUint64Array", "Atomics", "BigInt", "WeakRef",
+    "FinalizationRegistry"]) {
+    delete G[n];
+  }
+
+  // No code compiles code: eval and the Function constructors throw.
+  function noEval(what) {
+    return function () { throw new EvalErrorC(what + " is not available in code mode"); };
+  }
+  def(G, "eval", noEval("eval"));
+  for (const [proto, name] of [
+    [getPrototypeOf(function () {}), "Function"],
+    [getPrototypeOf(async function () {}), "AsyncFunction"],
+    [getPrototypeOf(function* () {}), "GeneratorFunction"]]) {
+    const stub = noEval("the " + name + " constructor");
+    defineProperty(stub, "name", { value: name, configurable: true });
+    defineProperty(stub, "prototype", { value: proto, writable: false, enumerable: false, configurable: false });
+    def(proto, "constructor", stub);
+    if (name === "Function") def(G, "Function", stub);
+  }
+
+  // Built-in iterators step through JavaScript, so a spread or Array.from
+  // over a long sequence can be interrupted between elements.
+  for (const it of [[][symIterator](), ""[symIterator](), new MapC().entries(), new SetC().values(),
+    /x/g[Symbol.matchAll]("")]) {
+    replace(getPrototypeOf(it), "next", (orig) => ({ next() { return apply(orig, this, []); } }).next);
+  }
+
+  // Array methods: none runs over more than MAX_ELEMS elements.
+  const AP = A.prototype;
+  function joinGuarded(o, sep, conv) {
+    const len = lengthOf(o);
+    checkElems("Array.prototype.join", len);
+    let total = len > 1 ? (len - 1) * sep.length : 0;
+    checkChars("Array.prototype.join", total);
+    const parts = [];
+    for (let i = 0; i < len; i++) {
+      const v = o[i];
+      const s = v === undefined || v === null ? "" : conv(v);
+      total += s.length;
+      if (total > MAX_STR) checkChars("Array.prototype.join", total);
+      parts[i] = s;
+    }
+    return apply(arrayJoin, parts, [sep]);
+  }
+  def(AP, "join", ({ join(sep) {
+    return joinGuarded(this, sep === undefined ? "," : `${sep}`, (v) => `${v}`);
+  } }).join);
+  def(AP, "toLocaleString", ({ toLocaleString() {
+    return joinGuarded(this, ",", (v) => `${v.toLocaleString()}`);
+  } }).toLocaleString);
+  function flatCount(a, depth, acc) {
+    const len = lengthOf(a);
+    checkElems("Array.prototype.flat", len);
+    for (let i = 0; i < len; i++) {
+      if (!(i in a)) continue;
+      const v = a[i];
+      if (depth > 0 && isArray(v)) acc = flatCount(v, depth - 1, acc);
+      else acc++;
+      if (acc > MAX_ELEMS) checkElems("Array.prototype.flat", acc);
+    }
+    return acc;
+  }
+  replace(AP, "flat", (orig) => ({ flat(depth) {
+    let d = depth === undefined ? 1 : +depth;
+    if (!(d > 0)) d = 0;
+    if (d > MAX_FLAT) d = MAX_FLAT;
+    if (this !== null && this !== undefined) flatCount(O(this), d, 0);
+    return apply(orig, this, [d]);
+  } }).flat);
+  replace(AP, "concat", (orig) => ({ concat(...items) {
+    let n = isArray(this) ? lengthOf(this) : 1;
+    for (let i = 0; i < items.length; i++) n += isArray(items[i]) ? lengthOf(items[i]) : 1;
+    checkElems("Array.prototype.concat", n);
+    return apply(orig, this, items);
+  } }).concat);
+  for (const key of ownKeys(AP)) {
+    if (key === "constructor" || key === "join" || key === "toLocaleString" || key === "flat" || key === "concat") continue;
+    const d = getOwnPropertyDescriptor(AP, key);
+    if (typeof d.value !== "function") continue;
+    const what = "Array.prototype." + (typeof key === "symbol" ? "[" + key.description + "]" : key);
+    replace(AP, key, (orig) => ({ m(...args) {
+      checkElems(what, lengthOf(this));
+      return apply(orig, this, args);
+    } }).m);
+  }
+  replace(A, "from", (orig) => ({ from(items, ...rest) {
+    if (items !== null && items !== undefined && items[symIterator] === undefined) {
+      checkElems("Array.from", lengthOf(items));
+    }
+    return apply(orig, this, [items, ...rest]);
+  } }).from);
+
+  // Calls with an argument list: at most MAX_ARGS arguments.
+  const FP = getPrototypeOf(function () {});
+  replace(FP, "apply", (orig) => ({ apply(thisArg, args) {
+    if (args !== null && args !== undefined && lengthOf(args) > MAX_ARGS) refuse("Function.prototype.apply", lengthOf(args), MAX_ARGS, "arguments");
+    return apply(orig, this, [thisArg, args]);
+  } }).apply);
+  for (const key of ["apply", "construct"]) {
+    replace(Reflect, key, (orig) => ({ m(target, args, ...rest) {
+      if (args !== null && args !== undefined && lengthOf(args) > MAX_ARGS) refuse("Reflect." + key, lengthOf(args), MAX_ARGS, "arguments");
+      return apply(orig, this, [target, args, ...rest]);
+    } }).m);
+  }
+
+  // Strings: no result over MAX_STR characters.
+  const SP = S.prototype;
+  function thisString(v, what) {
+    if (v === null || v === undefined) throw new TypeErrorC(what + " called on null or undefined");
+    return typeof v === "string" ? v : `${v}`;
+  }
+  replace(SP, "repeat", (orig) => ({ repeat(count) {
+    const s = thisString(this, "String.prototype.repeat");
+    const n = +count;
+    if (n > 0 && s.length > 0 && s.length * n > MAX_STR) checkChars("String.prototype.repeat", s.length * n);
+    return apply(orig, s, [count]);
+  } }).repeat);
+  for (const key of ["padStart", "padEnd"]) {
+    replace(SP, key, (orig) => ({ m(maxLength, fill) {
+      const s = thisString(this, "String.prototype." + key);
+      const n = toLength(maxLength);
+      if (n > s.length && n > MAX_STR) checkChars("String.prototype." + key, n);
+      return apply(orig, s, [maxLength, fill]);
+    } }).m);
+  }
+  // occurrences counts pat in s, stopping past limit.
+  function occurrences(s, pat, limit) {
+    if (pat.length === 0) return s.length + 1;
+    let n = 0;
+    for (let i = apply(strIndexOf, s, [pat, 0]); i >= 0; i = apply(strIndexOf, s, [pat, i + pat.length])) {
+      if (++n > limit) break;
+    }
+    return n;
+  }
+  // perMatch bounds what one replacement of pat in s can insert.
+  function perMatch(repl, s, patLen) {
+    let n = repl.length;
+    for (let i = apply(strIndexOf, repl, ["$", 0]); i >= 0; i = apply(strIndexOf, repl, ["$", i + 1])) {
+      const c = repl[i + 1];
+      n += c === "`" || c === "'" ? s.length : patLen;
+    }
+    return n;
+  }
+  for (const key of ["replace", "replaceAll"]) {
+    replace(SP, key, (orig) => ({ m(pattern, replacement) {
+      if (pattern !== null && pattern !== undefined && typeof pattern === "object" && pattern[symReplace] !== undefined) {
+        return apply(orig, this, [pattern, replacement]); // RegExp.prototype[Symbol.replace] below
+      }
+      const s = thisString(this, "String.prototype." + key);
+      const pat = `${pattern}`;
+      const all = key === "replaceAll";
+      if (typeof replacement === "function") {
+        if (all && s.length > MAX_ELEMS && occurrences(s, pat, MAX_ELEMS) > MAX_ELEMS) {
+          refuse("String.prototype.replaceAll", "more than " + MAX_ELEMS, MAX_ELEMS, "matches");
+        }
+        return apply(orig, s, [pat, replacement]);
+      }
+      const repl = `${replacement}`;
+      const per = perMatch(repl, s, pat.length);
+      if (s.length + (s.length + 1) * per > MAX_STR) {
+        const n = all ? occurrences(s, pat, MAX_STR) : 1;
+        checkChars("String.prototype." + key, s.length + n * per);
+      }
+      return apply(orig, s, [pat, repl]);
+    } }).m);
+  }
+  replace(SP, "split", (orig) => ({ split(separator, limit) {
+    if (separator !== null && separator !== undefined && typeof separator === "object" && separator[symSplit] !== undefined) {
+      return apply(orig, this, [separator, limit]);
+    }
+    const s = thisString(this, "String.prototype.split");
+    const lim = limit === undefined ? 4294967295 : limit >>> 0;
+    if (separator !== undefined && s.length + 1 > MAX_ELEMS && lim > MAX_ELEMS) {
+      const sep = `${separator}`;
+      const n = sep.length === 0 ? s.length : occurrences(s, sep, MAX_ELEMS) + 1;
+      checkElems("String.prototype.split", n);
+    }
+    return apply(orig, s, [separator, limit]);
+  } }).split);
+  replace(S, "raw", (orig) => ({ raw(template, ...subs) {
+    if (template !== null && template !== undefined) {
+      const raw = template.raw;
+      if (raw !== null && raw !== undefined) checkElems("String.raw", lengthOf(raw));
+    }
+    return apply(orig, this, [template, ...subs]);
+  } }).raw);
+
+  // Regular expressions: global match, split and replace collect every
+  // match at once, so they refuse strings over MAX_ELEMS characters; a
+  // replacement string with $ patterns that could grow past MAX_STR is
+  // applied match by match from JavaScript.
+  const RP = RegExp.prototype;
+  function isGlobal(re) { return !!re.global; }
+  replace(RP, symMatch, (orig) => ({ m(str) {
+    const s = `${str}`;
+    if (isGlobal(this) && s.length > MAX_ELEMS) refuse("global RegExp match on a string", s.length, MAX_ELEMS, "characters");
+    return apply(orig, this, [s]);
+  } }).m);
+  replace(RP, symSplit, (orig) => ({ m(str, limit) {
+    const s = `${str}`;
+    const lim = limit === undefined ? 4294967295 : limit >>> 0;
+    if (s.length > MAX_ELEMS && lim > MAX_ELEMS) refuse("RegExp split of a string", s.length, MAX_ELEMS, "characters");
+    return apply(orig, this, [s, limit]);
+  } }).m);
+  function substitution(tpl) {
+    return function (matched, ...rest) {
+      let groups = rest[rest.length - 1];
+      let str, pos, caps;
+      if (typeof groups === "object" && groups !== null) {
+        str = rest[rest.length - 2]; pos = rest[rest.length - 3]; caps = apply(arraySlice, rest, [0, rest.length - 3]);
+      } else {
+        groups = undefined; str = rest[rest.length - 1]; pos = rest[rest.length - 2]; caps = apply(arraySlice, rest, [0, rest.length - 2]);
+      }
+      const m = caps.length;
+      let out = "";
+      for (let i = 0; i < tpl.length;) {
+        const c = tpl[i];
+        if (c !== "$" || i + 1 >= tpl.length) { out += c; i++; continue; }
+        const d = tpl[i + 1];
+        if (d === "$") { out += "$"; i += 2; }
+        else if (d === "&") { out += matched; i += 2; }
+        else if (d === "`") { out += apply(strSlice, str, [0, pos]); i += 2; }
+        else if (d === "'") { out += apply(strSlice, str, [pos + matched.length]); i += 2; }
+        else if (d >= "0" && d <= "9") {
+          const e = tpl[i + 2];
+          const two = e !== undefined && e >= "0" && e <= "9" ? +(d + e) : 0;
+          if (two >= 1 && two <= m) { const v = caps[two - 1]; out += v === undefined ? "" : v; i += 3; }
+          else if (+d >= 1 && +d <= m) { const v = caps[+d - 1]; out += v === undefined ? "" : v; i += 2; }
+          else { out += "$"; i++; }
+        } else if (d === "<" && groups !== undefined) {
+          const end = apply(strIndexOf, tpl, [">", i]);
+          if (end < 0) { out += "$<"; i += 2; continue; }
+          const v = groups[apply(strSlice, tpl, [i + 2, end])];
+          if (v !== undefined) out += `${v}`;
+          i = end + 1;
+        } else { out += "$"; i++; }
+      }
+      return out;
+    };
+  }
+  replace(RP, symReplace, (orig) => ({ m(str, replaceValue) {
+    const s = `${str}`;
+    const global = isGlobal(this);
+    if (global && s.length > MAX_ELEMS) refuse("global RegExp replace on a string", s.length, MAX_ELEMS, "characters");
+    let r = replaceValue;
+    if (typeof r !== "function") {
+      r = `${r}`;
+      const per = perMatch(r, s, s.length);
+      if (s.length + (global ? s.length + 1 : 1) * per > MAX_STR) r = substitution(r);
+    }
+    return apply(orig, this, [s, r]);
+  } }).m);
+
+  // Object keys from a string: one property per character, so strings
+  // over MAX_KEYS characters are refused (also in object spread and
+  // for-in, through the guard the code is rewritten to call).
+  for (const key of ["keys", "values", "entries", "getOwnPropertyNames", "getOwnPropertyDescriptors"]) {
+    replace(O, key, (orig) => ({ m(o) { checkKeys("Object." + key, o); return apply(orig, this, [o]); } }).m);
+  }
+  replace(O, "assign", (orig) => ({ assign(target, ...sources) {
+    for (let i = 0; i < sources.length; i++) checkKeys("Object.assign", sources[i]);
+    return apply(orig, this, [target, ...sources]);
+  } }).assign);
+  replace(O, "defineProperties", (orig) => ({ defineProperties(o, props) {
+    checkKeys("Object.defineProperties", props);
+    return apply(orig, this, [o, props]);
+  } }).defineProperties);
+  replace(Reflect, "ownKeys", (orig) => ({ ownKeys(o) { checkKeys("Reflect.ownKeys", o); return apply(orig, this, [o]); } }).ownKeys);
+  defineProperty(G, h.guardName, {
+    value: ({ guard(v) { return checkKeys("spreading or enumerating the keys", v); } }).guard,
+    writable: false, enumerable: false, configurable: false,
+  });
+
+  // JSON: nesting up to MAX_DEPTH levels, and stringify goes through a
+  // replacer so a large or shared structure can be interrupted.
+  function stringify(value, replacer, space) {
+    const depth = new WeakMapC();
+    const userFn = typeof replacer === "function" ? replacer : undefined;
+    let allow;
+    if (isArray(replacer)) {
+      allow = [];
+      const seen = new SetC();
+      for (let i = 0; i < replacer.length; i++) {
+        const v = replacer[i];
+        let k;
+        if (typeof v === "string") k = v;
+        else if (typeof v === "number") k = `${v}`;
+        else if (typeof v === "object" && v !== null && (v instanceof S || v instanceof Number)) k = `${v}`;
+        if (k !== undefined && !seen.has(k)) { seen.add(k); apply(arrayPush, allow, [k]); }
+      }
+    }
+    function replacerFn(key, v) {
+      if (userFn !== undefined) v = apply(userFn, this, [key, v]);
+      if (typeof v === "object" && v !== null) {
+        let d = 1;
+        if (typeof this === "object" && this !== null) {
+          const hd = apply(wmGet, depth, [this]);
+          if (hd !== undefined) d = hd + 1;
+        }
+        if (d > MAX_DEPTH) throw new RangeErrorC("JSON.stringify: value nested deeper than " + MAX_DEPTH + " levels");
+        if (allow !== undefined && !isArray(v)) {
+          const o = {};
+          for (let i = 0; i < allow.length; i++) {
+            const x = v[allow[i]];
+            if (x !== undefined) o[allow[i]] = x;
+          }
+          v = o;
+        }
+        apply(wmSet, depth, [v, d]);
+      }
+      return v;
+    }
+    return apply(jsonStringify, undefined, [value, replacerFn, space]);
+  }
+  function parse(text, reviver) {
+    const t = `${text}`;
+    if (jsonDepth(t) > MAX_DEPTH) throw new RangeErrorC("JSON.parse: text nested deeper than " + MAX_DEPTH + " levels");
+    return reviver === undefined ? apply(jsonParse, undefined, [t]) : apply(jsonParse, undefined, [t, reviver]);
+  }
+  def(JSON, "stringify", ({ stringify(value, replacer, space) { return stringify(value, replacer, space); } }).stringify);
+  def(JSON, "parse", ({ parse(text, reviver) { return parse(text, reviver); } }).parse);
+
+  // console: everything goes to the one output, warn and error prefixed.
+  function errorText(e) {
+    let name, message;
+    try { name = e.name; message = e.message; } catch (x) { /* a throwing getter */ }
+    name = name === undefined ? "Error" : `${name}`;
+    message = message === undefined ? "" : `${message}`;
+    return message === "" ? name : name + ": " + message;
+  }
+  function fmt(v, top) {
+    switch (typeof v) {
+      case "string": return top ? v : jsonStringify(v);
+      case "undefined": return "undefined";
+      case "function": return "[Function" + (v.name ? ": " + v.name : " (anonymous)") + "]";
+      case "symbol": return S(v);
+      case "object": {
+        if (v === null) return "null";
+        try {
+          if (v instanceof ErrorC) return errorText(v);
+          if (v instanceof MapC) return "Map(" + v.size + ") " + stringify(apply(arrayFrom, A, [apply(mapEntries, v, [])]));
+          if (v instanceof SetC) return "Set(" + v.size + ") " + stringify(apply(arrayFrom, A, [apply(setValues, v, [])]));
+          const s = stringify(v);
+          return s === undefined ? S(v) : s;
+        } catch (e) {
+          return "[unprintable " + (isArray(v) ? "array" : "object") + ": " + errorText(e) + "]";
+        }
+      }
+      default: return S(v);
+    }
+  }
+  function line(args) {
+    let s = "";
+    for (let i = 0; i < args.length; i++) {
+      if (i > 0) s += " ";
+      s += fmt(args[i], true);
+    }
+    return s;
+  }
+  const console = {};
+  for (const [key, level] of [["log", 0], ["info", 0], ["debug", 0], ["warn", 1], ["error", 2]]) {
+    def(console, key, ({ m(...args) { if (h.full()) { emit(level, ""); return; } emit(level, line(args)); } }).m);
+    defineProperty(console[key], "name", { value: key, configurable: true });
+  }
+  def(G, "console", console);
+
+  // tools: one async function per tool. The call itself is synchronous
+  // (Go runs it before the function returns its promise), so the calls run
+  // one at a time, in the order the code makes them.
+  function describe(v) {
+    return v === null ? "null" : isArray(v) ? "an array" : typeof v;
+  }
+  function toolError(name, message, errName) {
+    const e = new ErrorC(message);
+    if (errName !== undefined) defineProperty(e, "name", { value: errName, writable: true, configurable: true });
+    defineProperty(e, "tool", { value: name, writable: true, configurable: true });
+    return e;
+  }
+  function invoke(name, id, args) {
+    if (args === undefined) args = {};
+    else if (typeof args !== "object" || args === null || isArray(args)) {
+      throw new TypeErrorC("tools." + id + " takes one argument, an object of named parameters, not " + describe(args));
+    }
+    const json = stringify(args);
+    const r = hostCall(name, json === undefined ? "{}" : json);
+    switch (r[0]) {
+      case 0: return parse(r[1]);
+      case 1: return r[1];
+      case 2: throw toolError(name, r[1], "ToolError");
+      default: throw toolError(name, r[1]);
+    }
+  }
+  const tools = create(null);
+  const names = h.names, idents = h.idents;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i], id = idents[i];
+    const f = ({ async [id](args) { return invoke(name, id, args); } })[id];
+    defineProperty(tools, id, { value: f, writable: false, enumerable: true, configurable: false });
+  }
+  freeze(tools);
+  defineProperty(G, "tools", { value: tools, writable: false, enumerable: false, configurable: false });
+
+  function thrown(v) {
+    if (typeof v === "object" && v !== null && v instanceof ErrorC) {
+      let stack = "";
+      try { stack = `${v.stack}`; } catch (e) { /* a throwing getter */ }
+      return [errorText(v), stack];
+    }
+    return [fmt(v, false), ""];
+  }
+  return { fmt: (v) => fmt(v, true), thrown: thrown };
+})

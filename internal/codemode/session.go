@@ -1,0 +1,547 @@
+package codemode
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+//go:embed prelude.js
+var preludeSrc string
+
+// preludeProgram is compiled once; a goja Program may run in many runtimes
+// at the same time.
+var preludeProgram = goja.MustCompile("prelude.js", preludeSrc, true)
+
+// maxJSONDepth bounds the nesting JSON.parse and JSON.stringify accept, so
+// no native recursion runs deep enough to exhaust the Go stack.
+const maxJSONDepth = 1000
+
+// maxArgs bounds the argument list of apply and Reflect.apply/construct.
+const maxArgs = 1 << 17
+
+// memEvery is how often the heap is sampled while code runs.
+const memEvery = 10 * time.Millisecond
+
+// Kinds of a host call's outcome, as the prelude's invoke expects them.
+const (
+	kindJSON    = 0 // payload is JSON (structured content or JSON text)
+	kindText    = 1 // payload is plain text
+	kindToolErr = 2 // the tool reported an error; payload is its text
+	kindRefusal = 3 // the call was refused; payload is the message
+)
+
+// session is one execution: its runtime, its counters and its output.
+type session struct {
+	cat     *Catalog
+	host    Host
+	lim     Limits
+	vm      *goja.Runtime
+	ctx     context.Context // passed to Host.Call; cancelled when stopped
+	cancel  context.CancelCauseFunc
+	parent  context.Context
+	helpers struct{ fmt, thrown goja.Callable }
+
+	mu     sync.Mutex // guards reason and out
+	reason error      // why the execution was stopped; the first reason wins
+	out    outBuf
+
+	hostMu  sync.Mutex // held while the Host runs
+	closed  bool       // Run has returned: the Host is not called any more
+	calls   int
+	nowSeq  int
+	randSeq int
+
+	// Promises rejected with no handler yet, in order (vm goroutine only).
+	unhandled []*goja.Promise
+}
+
+func newSession(ctx context.Context, c *Catalog, host Host, lim Limits) *session {
+	s := &session{cat: c, host: host, lim: lim, parent: ctx}
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.out.max = lim.MaxOutput
+	s.vm = goja.New()
+	return s
+}
+
+// execResult is what the runtime goroutine hands back.
+type execResult struct {
+	value    string
+	hasValue bool
+	err      error
+}
+
+// run executes code and watches it: wall time, cancellation, heap growth.
+func (s *session) run(code string) Output {
+	defer s.cancel(context.Canceled)
+	if len(code) > s.lim.MaxCode {
+		return Output{Err: limitErr("code size", "the code is %d bytes, over the limit of %d bytes", len(code), s.lim.MaxCode)}
+	}
+	done := make(chan struct{})
+	var res execResult
+	go func() {
+		defer close(done)
+		res = s.exec(code)
+	}()
+
+	wall := time.NewTimer(s.lim.WallTime)
+	defer wall.Stop()
+	tick := time.NewTicker(memEvery)
+	defer tick.Stop()
+	var grace *time.Timer
+	var graceC <-chan time.Time
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+	stopped := func(err error) {
+		s.stop(err)
+		if grace == nil {
+			grace = time.NewTimer(s.lim.grace)
+			graceC = grace.C
+		}
+	}
+	base := heapBytes()
+	ctxDone := s.parent.Done()
+	for {
+		select {
+		case <-done:
+			return s.finish(res)
+		case <-ctxDone:
+			ctxDone = nil
+			stopped(fmt.Errorf("execution cancelled: %w", context.Cause(s.parent)))
+		case <-wall.C:
+			stopped(limitErr("wall time", "execution stopped: the wall time limit of %v was reached (a loop that does not end?)", s.lim.WallTime))
+		case <-tick.C:
+			if grew := heapGrowth(base, s.lim.MaxMemory); grew > 0 {
+				stopped(limitErr("memory", "execution stopped: memory grew by %d MiB, over the limit of %d MiB", grew>>20, s.lim.MaxMemory>>20))
+			}
+		case <-graceC:
+			// The runtime is inside a native built-in that does not
+			// check for interrupts. Return without it: wait for a Host
+			// call in progress, then close the Host off.
+			s.hostMu.Lock()
+			s.closed = true
+			calls := s.calls
+			s.hostMu.Unlock()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			err := fmt.Errorf("%w (the code was stuck inside a built-in function and was abandoned)", s.reason)
+			return Output{Text: s.out.assemble("", false), Calls: calls, Err: err}
+		}
+	}
+}
+
+// finish builds the Output once the runtime goroutine is done.
+func (s *session) finish(res execResult) Output {
+	s.hostMu.Lock()
+	s.closed = true
+	calls := s.calls
+	s.hostMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := res.err
+	if err == nil && s.reason != nil {
+		// Stopped after the code finished (e.g. a tool-call limit hit by
+		// a call the code did not wait for).
+		err = s.reason
+	}
+	if err != nil {
+		return Output{Text: s.out.assemble("", false), Calls: calls, Err: err}
+	}
+	return Output{Text: s.out.assemble(res.value, res.hasValue), Calls: calls}
+}
+
+// stop ends the execution for err (the first reason wins).
+func (s *session) stop(err error) {
+	s.mu.Lock()
+	first := s.reason == nil
+	if first {
+		s.reason = err
+	}
+	s.mu.Unlock()
+	if first {
+		s.vm.Interrupt(err)
+		s.cancel(err)
+	}
+}
+
+func (s *session) stopReason() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// exec runs on the runtime goroutine.
+func (s *session) exec(code string) (res execResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = execResult{err: fmt.Errorf("internal error in code mode: %v", p)}
+		}
+	}()
+	prg, err := prepare(code)
+	if err != nil {
+		return execResult{err: err}
+	}
+	if err := s.setup(); err != nil {
+		return execResult{err: s.scriptErr(err)}
+	}
+	v, err := s.vm.RunProgram(prg)
+	if err != nil {
+		return execResult{err: s.scriptErr(err)}
+	}
+	p, ok := v.Export().(*goja.Promise)
+	if !ok {
+		return execResult{err: errors.New("internal error in code mode: the code did not run as a function")}
+	}
+	s.reportUnhandled(p)
+	switch p.State() {
+	case goja.PromiseStateRejected:
+		return execResult{err: s.uncaught(p.Result())}
+	case goja.PromiseStatePending:
+		return execResult{err: errors.New("the code did not finish: it awaits a promise that never settles (code mode has no timers or events)")}
+	}
+	result := p.Result()
+	if result == nil || goja.IsUndefined(result) {
+		return execResult{}
+	}
+	text, err := s.helpers.fmt(goja.Undefined(), result)
+	if err != nil {
+		return execResult{err: s.scriptErr(err)}
+	}
+	return execResult{value: text.String(), hasValue: true}
+}
+
+// setup prepares the fresh runtime: limits, clock and random source, the
+// prelude with console and tools.
+func (s *session) setup() error {
+	vm := s.vm
+	vm.SetMaxCallStackSize(s.lim.MaxStackDepth)
+	vm.SetParserOptions(parser.WithDisableSourceMaps)
+	vm.SetTimeSource(func() time.Time { return time.UnixMilli(s.now()) })
+	vm.SetRandSource(s.random)
+	vm.SetPromiseRejectionTracker(func(p *goja.Promise, op goja.PromiseRejectionOperation) {
+		if op == goja.PromiseRejectionReject {
+			s.unhandled = append(s.unhandled, p)
+			return
+		}
+		for i, q := range s.unhandled {
+			if q == p {
+				s.unhandled = append(s.unhandled[:i], s.unhandled[i+1:]...)
+				break
+			}
+		}
+	})
+
+	fnv, err := vm.RunProgram(preludeProgram)
+	if err != nil {
+		return err
+	}
+	fn, ok := goja.AssertFunction(fnv)
+	if !ok {
+		return errors.New("internal error in code mode: bad prelude")
+	}
+	mem := s.lim.MaxMemory
+	h := vm.NewObject()
+	names := make([]any, len(s.cat.tools))
+	idents := make([]any, len(s.cat.tools))
+	for i, t := range s.cat.tools {
+		names[i], idents[i] = t.Name, s.cat.ident[i]
+	}
+	for k, v := range map[string]any{
+		"maxStr":    clampInt(mem/2, 1<<30),
+		"maxElems":  clampInt(mem/64, 1<<30),
+		"maxKeys":   clampInt(mem/256, 1<<30),
+		"maxDepth":  maxJSONDepth,
+		"maxArgs":   maxArgs,
+		"guardName": guardName,
+		"names":     vm.NewArray(names...),
+		"idents":    vm.NewArray(idents...),
+		"jsonDepth": func(c goja.FunctionCall) goja.Value {
+			return vm.ToValue(jsonDepth(c.Argument(0).String(), maxJSONDepth))
+		},
+		"full": func(goja.FunctionCall) goja.Value {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return vm.ToValue(s.out.full)
+		},
+		"emit": func(c goja.FunctionCall) goja.Value {
+			level := int(c.Argument(0).ToInteger())
+			text := c.Argument(1).String()
+			s.mu.Lock()
+			s.out.add(level, text)
+			s.mu.Unlock()
+			return goja.Undefined()
+		},
+		"call": func(c goja.FunctionCall) goja.Value {
+			kind, payload := s.call(c.Argument(0).String(), c.Argument(1).String())
+			return vm.NewArray(kind, payload)
+		},
+	} {
+		if err := h.Set(k, v); err != nil {
+			return err
+		}
+	}
+	hv, err := fn(goja.Undefined(), h)
+	if err != nil {
+		return err
+	}
+	ho := hv.ToObject(vm)
+	fmtFn, ok1 := goja.AssertFunction(ho.Get("fmt"))
+	thrown, ok2 := goja.AssertFunction(ho.Get("thrown"))
+	if !ok1 || !ok2 {
+		return errors.New("internal error in code mode: bad prelude helpers")
+	}
+	s.helpers.fmt, s.helpers.thrown = fmtFn, thrown
+	return nil
+}
+
+func clampInt(v int64, max int64) int64 {
+	if v > max {
+		return max
+	}
+	if v < 1024 {
+		return 1024
+	}
+	return v
+}
+
+// call runs one tool call for the code, on the runtime goroutine.
+func (s *session) call(name, args string) (kind int, payload string) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if s.closed || s.ctx.Err() != nil {
+		return kindRefusal, "execution stopped"
+	}
+	if s.calls >= s.lim.MaxCalls {
+		err := limitErr("tool calls", "execution stopped: the limit of %d tool calls per execution was reached", s.lim.MaxCalls)
+		s.stop(err)
+		return kindRefusal, err.Message
+	}
+	if s.host == nil {
+		return kindRefusal, "no tools can be called here"
+	}
+	seq := s.calls
+	s.calls++
+	res, err := s.hostCall(seq, name, json.RawMessage(args))
+	if err != nil {
+		var abort *abortError
+		if errors.As(err, &abort) {
+			s.stop(abort.err)
+		}
+		return kindRefusal, err.Error()
+	}
+	if res.IsError {
+		text := res.Text
+		if text == "" {
+			text = "tool " + strconv.Quote(name) + " failed"
+		}
+		return kindToolErr, text
+	}
+	if st := trimSpace(res.Structured); len(st) > 0 && string(st) != "null" && json.Valid(st) {
+		return kindJSON, string(st)
+	}
+	if json.Valid([]byte(res.Text)) {
+		return kindJSON, res.Text
+	}
+	return kindText, res.Text
+}
+
+// hostCall is Host.Call with a panic turned into an Abort.
+func (s *session) hostCall(seq int, name string, args json.RawMessage) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = Abort(fmt.Errorf("tool call %d (%s) failed inside the host: %v", seq, name, p))
+		}
+	}()
+	return s.host.Call(s.ctx, seq, name, args)
+}
+
+// now is the runtime's clock: Host.Now, in order.
+func (s *session) now() (ms int64) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if s.closed {
+		return 0
+	}
+	if s.host == nil {
+		return time.Now().UnixMilli()
+	}
+	seq := s.nowSeq
+	s.nowSeq++
+	defer func() {
+		if p := recover(); p != nil {
+			ms = 0
+			s.stop(Abort(fmt.Errorf("clock read %d failed inside the host: %v", seq, p)))
+		}
+	}()
+	return s.host.Now(seq)
+}
+
+// random is the runtime's Math.random: Host.Random, in order.
+func (s *session) random() (v float64) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	if s.closed || s.host == nil {
+		return 0
+	}
+	seq := s.randSeq
+	s.randSeq++
+	defer func() {
+		if p := recover(); p != nil {
+			v = 0
+			s.stop(Abort(fmt.Errorf("random value %d failed inside the host: %v", seq, p)))
+		}
+	}()
+	v = s.host.Random(seq)
+	if !(v >= 0 && v < 1) || math.IsNaN(v) {
+		v = 0
+	}
+	return v
+}
+
+// scriptErr turns an error out of goja into the execution's error.
+func (s *session) scriptErr(err error) error {
+	var interrupted *goja.InterruptedError
+	var overflow *goja.StackOverflowError
+	var ex *goja.Exception
+	switch {
+	case errors.As(err, &interrupted):
+		if r := s.stopReason(); r != nil {
+			return r
+		}
+		if e, ok := interrupted.Value().(error); ok {
+			return e
+		}
+		return errors.New("execution stopped")
+	case errors.As(err, &overflow):
+		return limitErr("call stack", "execution stopped: the call stack exceeded %d frames (a recursion that does not end?)", s.lim.MaxStackDepth)
+	case errors.As(err, &ex):
+		if r := s.stopReason(); r != nil {
+			return r
+		}
+		return s.uncaught(ex.Value())
+	}
+	if r := s.stopReason(); r != nil {
+		return r
+	}
+	return err
+}
+
+// uncaught describes a value the code threw and did not catch.
+func (s *session) uncaught(v goja.Value) error {
+	if r := s.stopReason(); r != nil {
+		return r
+	}
+	if s.helpers.thrown == nil {
+		return errors.New("Uncaught " + v.String())
+	}
+	d, err := s.helpers.thrown(goja.Undefined(), v)
+	if err != nil {
+		return s.scriptErr(err)
+	}
+	o := d.ToObject(s.vm)
+	text := o.Get("0").String()
+	stack := o.Get("1").String()
+	return errors.New("Uncaught " + text + location(stack))
+}
+
+// reportUnhandled prints the rejections nothing handled, other than the
+// code's own result.
+func (s *session) reportUnhandled(main *goja.Promise) {
+	for _, p := range s.unhandled {
+		if p == main || p.State() != goja.PromiseStateRejected {
+			continue
+		}
+		d, err := s.helpers.thrown(goja.Undefined(), p.Result())
+		if err != nil {
+			continue
+		}
+		o := d.ToObject(s.vm)
+		s.mu.Lock()
+		s.out.add(2, "unhandled rejection: "+o.Get("0").String()+location(o.Get("1").String()))
+		s.mu.Unlock()
+	}
+	s.unhandled = nil
+}
+
+var codeLoc = regexp.MustCompile(`code\.js:(\d+):(\d+)`)
+
+// location is " (at line L:C)" for the first frame of the code in a stack.
+func location(stack string) string {
+	m := codeLoc.FindStringSubmatch(stack)
+	if m == nil {
+		return ""
+	}
+	line, _ := strconv.Atoi(m[1])
+	col, _ := strconv.Atoi(m[2])
+	line, col = userPos(line, col)
+	return fmt.Sprintf(" (at line %d:%d)", line, col)
+}
+
+// userPos maps a position in the wrapped source to the code's own.
+func userPos(line, col int) (int, int) {
+	if line == 1 {
+		col -= len(prefix)
+		if col < 1 {
+			col = 1
+		}
+	}
+	return line, col
+}
+
+func trimSpace(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	for j > i && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\n' || b[j-1] == '\r') {
+		j--
+	}
+	return b[i:j]
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in a JSON text,
+// counting no further than limit+1.
+func jsonDepth(s string, limit int) int {
+	depth, max := 0, 0
+	inStr := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '[', '{':
+			depth++
+			if depth > max {
+				max = depth
+				if max > limit {
+					return max
+				}
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return max
+}
