@@ -26,13 +26,13 @@ type Tool struct {
 // use it for Run, Declarations and Index, so the three agree on the names.
 // A Catalog is immutable and safe for concurrent use.
 type Catalog struct {
-	tools  []Tool            // unique names, in the order given
-	ident  []string          // ident[i] is the identifier of tools[i]
-	tsName []string          // tsName[i] is the TypeScript type-name stem of tools[i]
-	byName map[string]int    // name → index
-	byID   map[string]int    // ident → index
-	sorted []int             // indexes in ident order
-	schema []schemaPair      // parsed schemas, for Declarations and Index
+	tools  []Tool         // unique names, in the order given
+	ident  []string       // ident[i] is the identifier of tools[i]
+	tsName []string       // tsName[i] is the TypeScript type-name stem of tools[i]
+	byName map[string]int // name → index
+	byID   map[string]int // ident → index
+	sorted []int          // indexes in ident order
+	schema []schemaPair   // parsed schemas, for Declarations and Index
 }
 
 type schemaPair struct{ in, out any }

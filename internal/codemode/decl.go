@@ -493,4 +493,3 @@ func wrapAll(ts []string) []string {
 func has(o *jobj, k string) bool { _, ok := o.get(k); return ok }
 
 func mustGet(o *jobj, k string) any { v, _ := o.get(k); return v }
-

@@ -1,51 +1,44 @@
 package codemode
 
 import (
-	"runtime"
 	"runtime/metrics"
-	"sync"
-	"time"
 )
 
 // The memory limit. goja has no allocation accounting, so the watchdog
-// samples the process's Go heap: an execution is stopped when the heap has
-// grown by more than MaxMemory since it started, and still has after a
-// garbage collection (so garbage does not count). Collections forced for
-// this are at most one per gcEvery for the whole process.
+// samples the process's Go heap every memEvery: an execution is stopped
+// when, since it started, the live heap (as of the last collection) grew
+// by more than MaxMemory, or the whole heap (garbage included, so it needs
+// no collection to see a fast growth) by more than twice MaxMemory. No
+// collection is forced: runtime.GC waits for the allocating goroutine and
+// takes seconds with a large heap, which is when the check matters.
 
-const heapMetric = "/memory/classes/heap/objects:bytes"
+var heapSamples = []string{"/memory/classes/heap/objects:bytes", "/gc/heap/live:bytes"}
 
-const gcEvery = 100 * time.Millisecond
+type heapStat struct{ objects, live int64 }
 
-var gcMu sync.Mutex
-var lastGC time.Time
-
-func heapBytes() int64 {
-	s := []metrics.Sample{{Name: heapMetric}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+func readHeap() heapStat {
+	s := make([]metrics.Sample, len(heapSamples))
+	for i, n := range heapSamples {
+		s[i].Name = n
 	}
-	return int64(s[0].Value.Uint64())
+	metrics.Read(s)
+	v := func(i int) int64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s[i].Value.Uint64())
+	}
+	return heapStat{objects: v(0), live: v(1)}
 }
 
-// heapGrowth returns how much the heap grew past base when that exceeds
-// max after a collection, else 0.
-func heapGrowth(base, max int64) int64 {
-	if heapBytes()-base <= max {
-		return 0
+// heapGrowth returns how much the heap grew past base when that is over
+// the limit max, else 0.
+func heapGrowth(base heapStat, max int64) int64 {
+	now := readHeap()
+	if grew := now.live - base.live; grew > max {
+		return grew
 	}
-	gcMu.Lock()
-	if time.Since(lastGC) < gcEvery {
-		// Another execution collected a moment ago; look again at the
-		// next sample rather than count garbage.
-		gcMu.Unlock()
-		return 0
-	}
-	runtime.GC()
-	lastGC = time.Now()
-	gcMu.Unlock()
-	if grew := heapBytes() - base; grew > max {
+	if grew := now.objects - base.objects; grew > 2*max {
 		return grew
 	}
 	return 0

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dop251/goja"
 )
 
 // Result is the result of one inner call, as the Host returns it.
@@ -75,6 +77,11 @@ type Limits struct {
 	// grace is how long Run waits for a stopped runtime to notice before
 	// abandoning it; tests shorten it.
 	grace time.Duration
+	// hook, when set, runs after the prelude (tests add natives with it).
+	hook func(*goja.Runtime)
+	// guardMemory, when set, sizes the built-in guards instead of
+	// MaxMemory (tests use small guards without a small memory limit).
+	guardMemory int64
 }
 
 // DefaultLimits are the limits of a zero Limits field.

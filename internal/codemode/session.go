@@ -112,7 +112,7 @@ func (s *session) run(code string) Output {
 			graceC = grace.C
 		}
 	}
-	base := heapBytes()
+	base := readHeap()
 	ctxDone := s.parent.Done()
 	for {
 		select {
@@ -253,6 +253,9 @@ func (s *session) setup() error {
 		return errors.New("internal error in code mode: bad prelude")
 	}
 	mem := s.lim.MaxMemory
+	if s.lim.guardMemory > 0 {
+		mem = s.lim.guardMemory
+	}
 	h := vm.NewObject()
 	names := make([]any, len(s.cat.tools))
 	idents := make([]any, len(s.cat.tools))
@@ -304,6 +307,9 @@ func (s *session) setup() error {
 		return errors.New("internal error in code mode: bad prelude helpers")
 	}
 	s.helpers.fmt, s.helpers.thrown = fmtFn, thrown
+	if s.lim.hook != nil {
+		s.lim.hook(vm)
+	}
 	return nil
 }
 

@@ -91,8 +91,18 @@ func prepare(code string) (*goja.Program, error) {
 			continue
 		}
 		if es, ok := st.(*ast.ExpressionStatement); ok {
+			// The AST does not keep parentheses: the statement starts
+			// before those that open right before its expression.
+			start := int(es.Idx0()) - 1
+			for j := start - 1; j >= len(prefix); j-- {
+				if c := src[j]; c == '(' {
+					start = j
+				} else if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+					break
+				}
+			}
 			ret = []insertion{
-				{off: int(es.Idx0()) - 1, text: "return ("},
+				{off: start, text: "return ("},
 				{off: int(es.Idx1()) - 1, text: ")", close: true},
 			}
 		}
@@ -172,9 +182,6 @@ func parse(src, code string) (*ast.Program, error) {
 		e := list[0]
 		line, col := userPos(e.Position.Line, e.Position.Column)
 		msg = fmt.Sprintf("Line %d:%d %s", line, col, e.Message)
-		if len(list) > 1 {
-			msg += fmt.Sprintf(" (and %d more errors)", len(list)-1)
-		}
 	} else {
 		msg = strings.TrimPrefix(msg, srcName+": ")
 	}
