@@ -18,6 +18,7 @@
   const MapC = Map, SetC = Set, WeakMapC = WeakMap;
   const wmGet = WeakMap.prototype.get, wmSet = WeakMap.prototype.set;
   const mapEntries = Map.prototype.entries, setValues = Set.prototype.values;
+  const mapGet = Map.prototype.get, mapSet = Map.prototype.set;
   const arrayFrom = A.from, arrayJoin = A.prototype.join, arrayPush = A.prototype.push;
   const arraySlice = A.prototype.slice;
   const strIndexOf = S.prototype.indexOf, strSlice = S.prototype.slice, strValueOf = S.prototype.valueOf;
@@ -131,23 +132,28 @@
   def(AP, "toLocaleString", ({ toLocaleString() {
     return joinGuarded(this, ",", (v) => `${v.toLocaleString()}`);
   } }).toLocaleString);
-  function flatCount(a, depth, acc) {
+  // flatCount is how many elements a.flat(depth) has, each shared array
+  // counted once per depth, stopping past MAX_ELEMS.
+  function flatCount(a, depth, memo) {
+    const key = apply(mapGet, memo, [a]);
+    if (key !== undefined && key[0] === depth) return key[1];
     const len = lengthOf(a);
     checkElems("Array.prototype.flat", len);
+    let n = 0;
     for (let i = 0; i < len; i++) {
       if (!(i in a)) continue;
       const v = a[i];
-      if (depth > 0 && isArray(v)) acc = flatCount(v, depth - 1, acc);
-      else acc++;
-      if (acc > MAX_ELEMS) checkElems("Array.prototype.flat", acc);
+      n += depth > 0 && isArray(v) ? flatCount(v, depth - 1, memo) : 1;
+      if (n > MAX_ELEMS) checkElems("Array.prototype.flat", n);
     }
-    return acc;
+    apply(mapSet, memo, [a, [depth, n]]);
+    return n;
   }
   replace(AP, "flat", (orig) => ({ flat(depth) {
     let d = depth === undefined ? 1 : +depth;
     if (!(d > 0)) d = 0;
     if (d > MAX_FLAT) d = MAX_FLAT;
-    if (this !== null && this !== undefined) flatCount(O(this), d, 0);
+    if (this !== null && this !== undefined) flatCount(O(this), d, new MapC());
     return apply(orig, this, [d]);
   } }).flat);
   replace(AP, "concat", (orig) => ({ concat(...items) {

@@ -226,7 +226,7 @@ func (ctxHost) Call(ctx context.Context, seq int, name string, args json.RawMess
 	<-ctx.Done()
 	return Result{}, ctx.Err()
 }
-func (ctxHost) Now(int) int64       { return 0 }
+func (ctxHost) Now(int) int64      { return 0 }
 func (ctxHost) Random(int) float64 { return 0 }
 
 func TestOutputLimit(t *testing.T) {
@@ -369,7 +369,6 @@ func TestConcurrentRuns(t *testing.T) {
 		t.Error(err)
 	}
 }
-
 
 var errJournal = errors.New("journal: replay diverged at call 0: recorded echo, got refused")
 
