@@ -942,17 +942,19 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		d.log.Error("event publish failed", "err", err)
 	}
 	// The terminal event is published before the ack, on the same
-	// connection: the server stores it first, and the two round trips
-	// overlap.
-	var ackErr error
-	var acked sync.WaitGroup
-	acked.Go(func() { ackErr = d.msg.DoubleAck(ctx) })
-	w.flushEvents(ctx, d)
-	acked.Wait()
-	if ackErr != nil {
-		// The state is final, so a redelivery is acked without running.
-		d.log.Warn("ack failed", "err", ackErr)
+	// connection, so the server stores it first. Neither holds the slot:
+	// an ack that is lost costs nothing (the state is final, so a
+	// redelivery is acked without running), and the terminal event's ack
+	// is awaited (re-sent if need be) off the slot, the worker waiting for
+	// it at shutdown like for a job.
+	if err := d.msg.Ack(); err != nil {
+		d.log.Warn("ack failed", "err", err)
 	}
+	w.jobs.Add(1)
+	go func() {
+		defer w.jobs.Done()
+		w.flushEvents(context.Background(), d)
+	}()
 	d.log.Info("job finished", "status", status, "error", errText)
 }
 
