@@ -108,8 +108,8 @@ func main() {
 	flag.IntVar(&o.SearchJobs, "search-jobs", 100, "jobs per search-mode row, one in flight (0: skip)")
 	var sizes string
 	flag.StringVar(&sizes, "search-sizes", "1000,10000", "catalog sizes of the search-mode rows, comma-separated")
-	flag.IntVar(&o.RTJobs, "rt-jobs", 100, "jobs per round-trip row, one in flight (0: skip the part)")
-	flag.DurationVar(&o.NetDelay, "net-delay", time.Millisecond, "one-way delay the proxy adds to the worker's connection in the round-trip part")
+	flag.IntVar(&o.RTJobs, "rt-jobs", 60, "jobs per round-trip row, one in flight (0: skip the part)")
+	flag.DurationVar(&o.NetDelay, "net-delay", 5*time.Millisecond, "one-way delay the proxy adds to the worker's connection in the round-trip part")
 	flag.IntVar(&o.FullQueue, "full-queue", 3000, "jobs queued before the worker starts, on a nats-server process (0: skip the part)")
 	flag.IntVar(&o.FullQueueConc, "full-queue-concurrency", 256, "the worker's slots in the full-queue part")
 	flag.BoolVar(&asJSON, "json", false, "print JSON instead of the table")
