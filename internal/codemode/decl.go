@@ -95,7 +95,7 @@ func (c *Catalog) Declarations(names ...string) string {
 
 func writeTypeDecl(b *strings.Builder, name, typ, doc string) {
 	b.WriteString(jsdoc(doc, nil, ""))
-	if strings.HasPrefix(typ, "{") {
+	if strings.HasPrefix(typ, "{") && !strings.Contains(typ, "\n} | ") && !strings.Contains(typ, "\n} & ") {
 		fmt.Fprintf(b, "interface %s %s\n\n", name, typ)
 	} else {
 		fmt.Fprintf(b, "type %s = %s;\n\n", name, typ)
