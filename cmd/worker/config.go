@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"text/template"
 	"time"
+	"unicode"
 
 	"github.com/kelseyhightower/envconfig"
 
@@ -69,6 +70,8 @@ type Config struct {
 	MCPResyncInterval time.Duration `envconfig:"MCP_RESYNC_INTERVAL" desc:"MCP: how often tool lists are re-read without a list_changed notification (0: never)"`
 	MCPBackoffInitial time.Duration `envconfig:"MCP_BACKOFF_INITIAL" desc:"MCP: first delay before reconnecting a server that failed"`
 	MCPBackoffMax     time.Duration `envconfig:"MCP_BACKOFF_MAX" desc:"MCP: longest delay between reconnection attempts"`
+
+	EmbeddingModel string `split_words:"true" desc:"search_tools: embedding model at OPENAI_BASE_URL/embeddings for a hybrid ranking (BM25F fused with vector similarity); tool vectors are shared by the workers in the KV bucket <PREFIX>_VECTORS (empty: BM25F only)"`
 
 	MetricsAddr string `split_words:"true" desc:"address of the Prometheus /metrics endpoint, e.g. :9090 (empty: off)"`
 	Pprof       bool   `envconfig:"PPROF" desc:"also serve Go's net/http/pprof profiles under /debug/pprof/ on JETAGENT_METRICS_ADDR (needs it; they show the process's internals)"`
@@ -347,8 +350,15 @@ func (s Settings) validate() error {
 	if s.OpenAI.APIKey == "" && strings.Contains(s.OpenAI.BaseURL, "api.openai.com") {
 		return bad("OPENAI_API_KEY", "is required for %s", s.OpenAI.BaseURL)
 	}
+	if m := c.EmbeddingModel; m != "" && (strings.TrimSpace(m) != m || strings.ContainsFunc(m, unicode.IsControl)) {
+		return bad("JETAGENT_EMBEDDING_MODEL", "%q has leading or trailing spaces or control characters", m)
+	}
 	return nil
 }
+
+// embedderConfig is the embedding client's configuration: the model
+// client's endpoint (the model is JETAGENT_EMBEDDING_MODEL).
+func (s Settings) embedderConfig() llm.Config { return s.llmConfig() }
 
 // validateEmbeddedAuth checks the NATS_* variables as the embedded
 // server's own authentication (NATS_URL unset).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel"
@@ -158,6 +159,13 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if err != nil {
 		return named(err, llmVars)
 	}
+	if s.EmbeddingModel != "" {
+		if pool == nil {
+			log.Warn("JETAGENT_EMBEDDING_MODEL is set but JETAGENT_MCP_CONFIG is not: there are no tools to embed")
+		} else if err := enableSemantic(ctx, s, nc, pool, log); err != nil {
+			return err
+		}
+	}
 	lc := s.loopConfig()
 	lc.LLM = model
 	loop, err := agentloop.New(lc)
@@ -231,6 +239,98 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	}
 	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", s.OpenAI.BaseURL)
 	return w.Run(ctx)
+}
+
+// enableSemantic turns on search_tools' hybrid ranking
+// (JETAGENT_EMBEDDING_MODEL): tool vectors from the model endpoint's
+// /embeddings, kept in the KV bucket <PREFIX>_VECTORS so that every worker
+// embeds a tool text once. The pool computes them in the background per
+// catalog version; searches use BM25F until they are ready.
+func enableSemantic(ctx context.Context, s Settings, nc *nats.Conn, pool *toolcache.Pool, log *slog.Logger) error {
+	ec := s.embedderConfig()
+	ec.OnRetry = func(attempt int, delay time.Duration, err error) {
+		log.Debug("embeddings request failed; retrying", "attempt", attempt, "delay", delay, "err", err)
+	}
+	emb, err := llm.NewEmbedder(ec, s.EmbeddingModel)
+	if err != nil {
+		return named(err, llmVars)
+	}
+	kv, err := vectorBucket(ctx, s, nc)
+	if err != nil {
+		return err
+	}
+	if err := pool.EnableSemantic(toolcache.SemanticConfig{Embedder: emb, Store: kvVectors{kv}, Logger: log}); err != nil {
+		return err
+	}
+	log.Info("tool search: hybrid ranking on", "embedding_model", s.EmbeddingModel, "bucket", kv.Bucket())
+	return nil
+}
+
+// vectorsBucket is the KV bucket of tool vectors: <PREFIX>_VECTORS, named
+// like the state bucket (<PREFIX>_STATE).
+func vectorsBucket(prefix string) string {
+	return strings.TrimSuffix(jobs.Names{Prefix: prefix}.StateBucket(), "_STATE") + "_VECTORS"
+}
+
+// vectorBucket opens the tool vectors' bucket, creating it when no worker
+// has (open first, then create: concurrent equal creates are answered as
+// one, see jobs' ensureKeyValue). A vector is rewritten only with the same
+// value, so one revision is kept.
+func vectorBucket(ctx context.Context, s Settings, nc *nats.Conn) (jetstream.KeyValue, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	name := vectorsBucket(s.Prefix)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: name, Description: "jetagent tool vectors for search_tools (JETAGENT_EMBEDDING_MODEL), by a hash of model and text",
+			History: 1, Storage: jetstream.FileStorage, Replicas: s.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, name)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key-value bucket %s (JETAGENT_EMBEDDING_MODEL): %w", name, err)
+	}
+	return kv, nil
+}
+
+// kvVectors is a toolcache.VectorStore on a NATS KV bucket.
+type kvVectors struct{ kv jetstream.KeyValue }
+
+// vectorOpTimeout bounds one read or write of a vector.
+const vectorOpTimeout = 10 * time.Second
+
+// Get reads key's vector; a value that does not decode counts as missing
+// (it is computed and written again).
+func (s kvVectors) Get(ctx context.Context, key string) ([]float32, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, vectorOpTimeout)
+	defer cancel()
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	v, err := toolcache.DecodeVector(e.Value())
+	if err != nil {
+		return nil, false, nil
+	}
+	return v, true, nil
+}
+
+// Put writes key's vector.
+func (s kvVectors) Put(ctx context.Context, key string, v []float32) error {
+	ctx, cancel := context.WithTimeout(ctx, vectorOpTimeout)
+	defer cancel()
+	_, err := s.kv.Put(ctx, key, toolcache.EncodeVector(v))
+	return err
 }
 
 // fitMaxJobBytes checks JETAGENT_MAX_JOB_BYTES against the server's

@@ -297,7 +297,7 @@ func (j *job) dispatch(ctx context.Context, callID string, e *entry, args json.R
 		}
 		return out, isErr
 	case kindSearchTools, kindGetToolDetails:
-		return j.reg.runMeta(j.in.Tools, e.kind, args)
+		return j.runMeta(ctx, e.kind, args)
 	case kindCallTool:
 		out, isErr := j.dispatch(ctx, callID, c.target, c.targetArgs, true, c)
 		c.record = &reflect.Record{

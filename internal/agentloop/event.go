@@ -31,6 +31,9 @@ import "context"
 //	                       answers, calls_completed, calls_in_flight (what the journal
 //	                       held): an attempt continues an earlier one
 //	checkpoint.failed      error
+//	search.semantic_fallback error: search_tools' query could not be embedded (the
+//	                       embeddings endpoint failed), so it was answered with the
+//	                       BM25F ranking alone
 //	loop.outcome           stop_reason, rounds, mode, prompt_tokens, completion_tokens,
 //	                       cached_prompt_tokens, tool_def_tokens, full_mode_tool_def_tokens, error
 //
@@ -52,6 +55,10 @@ const (
 	EventCheckpointFailed     = "checkpoint.failed"
 	EventLoopOutcome          = "loop.outcome"
 )
+
+// EventSearchSemanticFallback: search_tools answered with BM25F alone (see
+// above).
+const EventSearchSemanticFallback = "search.semantic_fallback"
 
 // Event is one step of a job. Data holds JSON-friendly values only.
 type Event struct {

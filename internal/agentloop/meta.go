@@ -23,9 +23,11 @@ type searchHit struct {
 
 // toolSearcher is what a ToolSet offers when it searches a shared index
 // (toolcache.View: the pool's index of the current catalog version,
-// filtered by the job's servers and allow/deny globs).
+// filtered by the job's servers and allow/deny globs; with the hybrid
+// ranking once the pool has the version's tool vectors, the query
+// embedded within ctx).
 type toolSearcher interface {
-	SearchTools(query string, opts toolcache.SearchOptions) toolcache.SearchResult
+	SearchToolsContext(ctx context.Context, query string, opts toolcache.SearchOptions) toolcache.SearchResult
 }
 
 // searchAnswer is one search_tools answer.
@@ -34,6 +36,9 @@ type searchAnswer struct {
 	fallback bool
 	weak     bool
 	badSrv   bool
+	// semanticErr says why the hybrid ranking could not be used (the
+	// query could not be embedded): the hits are BM25F's.
+	semanticErr error
 }
 
 // searchTools ranks the job's whole catalog. MCP tools are ranked on the
@@ -43,7 +48,7 @@ type searchAnswer struct {
 // ranking. A ToolSet that is not a toolSearcher (tests, other embeddings
 // of the loop) gets one index over the job's catalog, built on the job's
 // first search.
-func (r *registry) searchTools(ts ToolSet, query, server string, limit int) searchAnswer {
+func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server string, limit int) searchAnswer {
 	if limit <= 0 {
 		limit = defaultSearchLimit
 	}
@@ -56,12 +61,12 @@ func (r *registry) searchTools(ts ToolSet, query, server string, limit int) sear
 				opts.Extra = append(opts.Extra, t)
 			}
 		}
-		res = s.SearchTools(query, opts)
+		res = s.SearchToolsContext(ctx, query, opts)
 	} else {
 		r.searchOnce.Do(func() { r.index = toolcache.NewSearchIndex(r.catalog) })
 		res = r.index.Search(query, opts)
 	}
-	a := searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer}
+	a := searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer, semanticErr: res.SemanticErr}
 	for _, h := range res.Hits {
 		if e, ok := r.byName[h.Tool.Name]; ok {
 			a.hits = append(a.hits, searchHit{
@@ -227,8 +232,19 @@ func details(t toolcache.Tool) toolDetails {
 	}
 }
 
-// runMeta answers search_tools and get_tool_details (args already valid).
-func (r *registry) runMeta(ts ToolSet, k toolKind, args json.RawMessage) (string, bool) {
+// runMeta answers the job's search_tools and get_tool_details (args
+// already valid). A search answered with BM25F because its query could not
+// be embedded emits search.semantic_fallback.
+func (j *job) runMeta(ctx context.Context, k toolKind, args json.RawMessage) (string, bool) {
+	return j.reg.runMeta(ctx, j.in.Tools, k, args, func(err error) {
+		j.emit(ctx, EventSearchSemanticFallback, j.rounds+1, map[string]any{"error": err.Error()})
+	})
+}
+
+// runMeta answers search_tools and get_tool_details (args already valid);
+// semanticFallback is told when a search's hybrid ranking fell back to
+// BM25F.
+func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args json.RawMessage, semanticFallback func(error)) (string, bool) {
 	switch k {
 	case kindSearchTools:
 		var a struct {
@@ -237,7 +253,11 @@ func (r *registry) runMeta(ts ToolSet, k toolKind, args json.RawMessage) (string
 			Server string `json:"server"`
 		}
 		_ = json.Unmarshal(args, &a)
-		return r.searchTools(ts, a.Query, a.Server, a.Limit).text(a.Query, a.Server), false
+		ans := r.searchTools(ctx, ts, a.Query, a.Server, a.Limit)
+		if ans.semanticErr != nil {
+			semanticFallback(ans.semanticErr)
+		}
+		return ans.text(a.Query, a.Server), false
 	case kindGetToolDetails:
 		var a struct {
 			Name string `json:"name"`

@@ -14,6 +14,9 @@ type Registry struct {
 
 	mu        sync.Mutex
 	listeners []func()
+	// semantic computes each version's hybrid index (Pool.EnableSemantic);
+	// nil: BM25F only.
+	semantic *semanticBuilder
 }
 
 // snapshot is an immutable tool list, sorted by Name: one catalog version.
@@ -26,6 +29,10 @@ type snapshot struct {
 
 	indexOnce sync.Once
 	index     *SearchIndex
+	// semantic is this version's hybrid index over index, published once
+	// its tool vectors are all computed (nil until then, when computing
+	// them failed, or without Pool.EnableSemantic).
+	semantic atomic.Pointer[SemanticIndex]
 }
 
 // snapshotVersions numbers snapshots across every registry of the process.
@@ -84,7 +91,11 @@ func (r *Registry) replace(tools []Tool) {
 	go s.searchIndex()
 	r.mu.Lock()
 	ls := append([]func(){}, r.listeners...)
+	sem := r.semantic
 	r.mu.Unlock()
+	if sem != nil {
+		sem.start(s) // its tool vectors, in the background
+	}
 	for _, f := range ls {
 		f()
 	}
@@ -136,6 +147,11 @@ func (r *Registry) List() []Tool {
 // resynced) and shared by every caller; filter it for a job with
 // SearchIndex.Filter.
 func (r *Registry) Index() *SearchIndex { return r.current().searchIndex() }
+
+// Semantic is the hybrid index of the current catalog version (over
+// Index), or nil: while its tool vectors are being computed, when
+// computing them failed, or without Pool.EnableSemantic.
+func (r *Registry) Semantic() *SemanticIndex { return r.current().semantic.Load() }
 
 // Search ranks tools for a free-text query (see SearchIndex.Search: BM25F
 // over name, title, description, parameters and server, stemmed, with

@@ -145,16 +145,38 @@ func (v *View) Search(query string, limit int) []Tool {
 // version). opts.Filter is set by the view.
 func (v *View) SearchTools(query string, opts SearchOptions) SearchResult {
 	ix := v.p.registry.Index()
+	opts.Filter = v.filterOf(ix)
+	return ix.Search(query, opts)
+}
+
+// SearchToolsContext is SearchTools with the hybrid ranking once the pool
+// has one for the current catalog version (Pool.EnableSemantic;
+// SemanticIndex.Search), filtered the same way. The query is embedded
+// within ctx; when it cannot be, the answer is BM25F's with SemanticErr
+// set. Until the version's tool vectors are ready, or when computing them
+// failed, it is SearchTools.
+func (v *View) SearchToolsContext(ctx context.Context, query string, opts SearchOptions) SearchResult {
+	snap := v.p.registry.current()
+	ix := snap.searchIndex()
+	opts.Filter = v.filterOf(ix)
+	if sem := snap.semantic.Load(); sem != nil && sem.Index() == ix {
+		return sem.Search(ctx, query, opts)
+	}
+	return ix.Search(query, opts)
+}
+
+// filterOf is the view's filter of ix (nil: every tool), computed once
+// per catalog version.
+func (v *View) filterOf(ix *SearchIndex) *Filter {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.filterIx != ix {
 		v.filterIx, v.filter = ix, nil
 		if v.servers != nil || len(v.allow) > 0 || len(v.deny) > 0 {
 			v.filter = ix.Filter(v.keeps)
 		}
 	}
-	opts.Filter = v.filter
-	v.mu.Unlock()
-	return ix.Search(query, opts)
+	return v.filter
 }
 
 // keeps says whether the view offers t.
