@@ -1,0 +1,120 @@
+// Package codemode is the sandbox half of code mode: the model writes a
+// short JavaScript program against typed tool wrappers instead of passing
+// every intermediate result through its context.
+//
+//	const logs = await tools.logging_getLogs({level: "error"});
+//	const distinct = [...new Set(logs.map(l => l.message))];
+//	for (const m of distinct) await tools.tickets_create({title: m});
+//	return distinct.length;
+//
+// A Catalog holds the tools of a job and their JavaScript identifiers
+// (Ident: the model-facing name in identifier form, collisions resolved
+// deterministically). Catalog.Run executes code; Catalog.Declarations
+// gives the TypeScript declarations get_tool_details serves;
+// Catalog.Index gives the compact, byte-stable index for the
+// execute_code description. The agent loop provides a Host: it runs
+// each inner call (its checks, events, journal) and supplies the clock
+// and random values.
+//
+// # Why goja
+//
+// goja is a pure-Go ECMAScript 2020+ engine: no cgo, no second process,
+// one fresh runtime per execution (about 3 ms and 0.8 MB with three tool
+// calls, most of it the prelude; see BenchmarkRun), async functions and promises, an interrupt for wall
+// time, and a call-stack limit. It offers nothing of Node or the browser:
+// no require, import, fetch, process or timers. What it lacks, memory
+// accounting and interrupts inside native built-ins, is worked around
+// below and documented where it remains.
+//
+// # Execution
+//
+// The code is the body of an async arrow function, so top-level await
+// works; its return value, or the value of its last expression statement,
+// is the final value. tools.x(args) is an async function: it serialises
+// args (an object) to JSON and calls Host.Call synchronously before
+// returning its promise, so the calls of one execution run one at a time
+// in the order the code makes them, Promise.all included. Parallel calls
+// would save time; a fixed order is what lets a replay match calls by
+// sequence number, so it wins. A tool returns its structured content when
+// it has some, else its text parsed as JSON, else the text; a tool error
+// throws an Error named ToolError with the server's text, a refusal from
+// the Host an Error with its message, both catchable and carrying .tool.
+// A Host error made with Abort ends the execution instead (a replay that
+// diverged must not be caught by the code).
+//
+// Only what console prints (log, info and debug as they are; warn and
+// error prefixed "[warn] " and "[error] ") and the final value come back,
+// in Output.Text, at most Limits.MaxOutput bytes: when both do not fit
+// the value keeps up to half the budget, and each cut part ends with an
+// "[output truncated: ...]" marker. Rejections nothing handled are
+// reported as "[error] unhandled rejection: ..." lines.
+//
+// # Determinism
+//
+// A run depends only on the code and on what the Host returns: Date.now(),
+// new Date() and Date() read Host.Now, Math.random() reads Host.Random,
+// each with its own sequence number, and there are no timers, no I/O and
+// nothing garbage-collector dependent (WeakRef and FinalizationRegistry
+// are removed). A replay whose Host returns the recorded values takes the
+// same path. One caveat: goja formats local time with the process's time
+// zone (time.Local), so a replay on a worker with another TZ prints
+// another Date().toString(); workers should share a TZ (UTC).
+//
+// # Limits
+//
+// Limits bound each execution; every limit ends it with a *LimitError
+// (errors.Is(err, ErrLimit)) the code cannot catch:
+//
+//   - WallTime: an interrupt from a watchdog goroutine, also on context
+//     cancellation; the Host.Call context is cancelled too.
+//   - MaxCalls: the call after the last allowed one ends the execution.
+//   - MaxStackDepth: goja's call-stack limit.
+//   - MaxCode: the size of the code.
+//   - MaxOutput: not an error; the output is cut with a marker.
+//   - MaxMemory: goja cannot account memory per runtime, so the watchdog
+//     samples the process's Go heap every 10 ms and stops the execution
+//     when, since it started, the live heap grew by more than MaxMemory or
+//     the heap with its garbage by more than twice that. It is process
+//     wide: an execution running beside another that allocates may be
+//     stopped too. A single large allocation is only seen once it is done
+//     (the Go runtime holds other goroutines during a huge copy), so a
+//     doubling string can overshoot the limit up to about four times.
+//
+// goja's interrupt only acts between JavaScript instructions, not inside
+// a native built-in, and a native built-in can allocate or loop without
+// bound in one step. The prelude (prelude.js) therefore removes binary
+// data (ArrayBuffer, typed arrays, DataView, Atomics) and BigInt (one
+// operator could allocate gigabytes; BigInt literals are refused when the
+// code is parsed), bans eval and the Function constructors (so all code
+// that runs was checked), and guards the built-ins whose work is not
+// bounded by the memory already in use, with caps derived from MaxMemory
+// (strings of MaxMemory/2 characters, MaxMemory/64 array elements,
+// MaxMemory/256 keys from a string): repeat, padStart/padEnd,
+// replace/replaceAll and split on strings, global RegExp match, replace
+// and split, every Array.prototype method (over the receiver's length;
+// join, toLocaleString, concat and flat over their result), Array.from,
+// String.raw, apply and Reflect.apply/construct (at most 131072
+// arguments), Object.keys/values/entries/assign and object spread and
+// for-in of a string (the code is rewritten to pass the operand through a
+// guard), and JSON.parse and JSON.stringify (at most 1000 levels; the
+// latter runs through a replacer, so it can be interrupted). Built-in
+// iterators step through JavaScript, so a spread or Array.from over a
+// long sequence can be interrupted too. Deep native recursion that could
+// exhaust the Go stack (and kill the process, which no recover stops)
+// goes through those guards or the call-stack limit.
+//
+// What remains: a native built-in that runs long without allocating,
+// chiefly a regular expression with catastrophic backtracking (goja's
+// regexp2 engine exposes no timeout), ignores the interrupt. Run then
+// waits a grace period (2 s), closes the Host off and returns with the
+// limit's error; the abandoned runtime keeps a CPU until the built-in
+// returns, and then stops at its next instruction. Run never returns
+// while a Host call is in progress, and never calls the Host after it
+// returned, so Host.Call must honour its context. For a hard memory or
+// CPU bound, run code mode in a child process with rlimits.
+//
+// Runs share nothing (a fresh runtime each time, and prelude copies of
+// the built-ins it relies on, so the code changing globals only affects
+// itself); concurrent Runs are safe; a panic anywhere ends the execution
+// with an error, never the process.
+package codemode
