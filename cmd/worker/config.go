@@ -18,6 +18,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/cfgerr"
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -54,11 +55,15 @@ type Config struct {
 	DLQMaxAge       time.Duration   `split_words:"true" desc:"how long dead letters are kept (0: until purged)"`
 
 	MCPConfig         string        `split_words:"true" desc:"path of the MCP servers file ({\"mcpServers\": {...}}); jobs name these servers (empty: no MCP servers)"`
-	ToolMode          string        `split_words:"true" desc:"tool mode of jobs that set none: auto, full, deferred or search"`
+	ToolMode          string        `split_words:"true" desc:"tool mode of jobs that set none: auto, full, deferred, search or code"`
 	MaxRounds         int           `split_words:"true" desc:"LLM rounds of a job that sets no max_rounds"`
 	MaxRoundsCap      int           `split_words:"true" desc:"upper bound of any job's max_rounds"`
 	DeferredAbove     int           `split_words:"true" desc:"auto mode: defer tool schemas when the full definitions exceed this many tokens"`
 	SearchAbove       int           `split_words:"true" desc:"auto mode: switch to search mode above this many tokens"`
+	CodeAbove         int           `split_words:"true" desc:"auto mode: switch to code mode above this many tokens (0: auto never picks code mode)"`
+	CodeTimeout       time.Duration `split_words:"true" desc:"code mode: wall time of one execute_code run, tool calls included"`
+	CodeMaxCalls      int           `split_words:"true" desc:"code mode: tool calls one execute_code run may make"`
+	CodeMaxOutput     int           `split_words:"true" desc:"code mode: bytes of printed output and final value returned to the model"`
 	MaxToolOutput     int           `split_words:"true" desc:"bytes of a tool result shown to the model (the event keeps all)"`
 	SystemPrompt      string        `split_words:"true" desc:"system prompt of jobs that set none"`
 	ContentCalls      string        `split_words:"true" desc:"tool calls written into the reply text: read them (auto: when a reply has no tool_calls; on: always) or not (off); a default and MODEL-GLOB=MODE overrides, e.g. auto,gpt-4*=off,*qwen*=on"`
@@ -126,6 +131,8 @@ func defaultSettings() Settings {
 		ShutdownGrace: jc.ShutdownGrace, JobTimeout: jc.JobTimeout, MaxJobBytes: jobs.DefaultMaxJobBytes,
 		ToolMode: string(lc.DefaultMode), MaxRounds: lc.DefaultMaxRounds, MaxRoundsCap: lc.MaxRoundsCap,
 		DeferredAbove: lc.AutoThresholds.DeferredAbove, SearchAbove: lc.AutoThresholds.SearchAbove,
+		CodeAbove: lc.AutoThresholds.CodeAbove, CodeTimeout: codemode.DefaultLimits.WallTime,
+		CodeMaxCalls: codemode.DefaultLimits.MaxCalls, CodeMaxOutput: codemode.DefaultLimits.MaxOutput,
 		MaxToolOutput:     lc.MaxToolOutput,
 		ContentCalls:      string(lc.ContentCalls.Default),
 		ClientToolTimeout: rc.ClientToolTimeout,
@@ -159,7 +166,8 @@ func (s Settings) loopConfig() agentloop.Config {
 	c := s.Config
 	cfg := agentloop.Config{}.WithDefaults() // the fields no variable sets
 	cfg.DefaultMode, cfg.MaxRoundsCap, cfg.DefaultMaxRounds = agentloop.Mode(c.ToolMode), c.MaxRoundsCap, c.MaxRounds
-	cfg.AutoThresholds = agentloop.AutoThresholds{DeferredAbove: c.DeferredAbove, SearchAbove: c.SearchAbove}
+	cfg.AutoThresholds = agentloop.AutoThresholds{DeferredAbove: c.DeferredAbove, SearchAbove: c.SearchAbove, CodeAbove: c.CodeAbove}
+	cfg.CodeLimits = codemode.Limits{WallTime: c.CodeTimeout, MaxCalls: c.CodeMaxCalls, MaxOutput: c.CodeMaxOutput}
 	cfg.MaxToolOutput, cfg.DefaultSystem = c.MaxToolOutput, c.SystemPrompt
 	cfg.ContentCalls = agentloop.ParseContentCalls(c.ContentCalls).WithDefaults()
 	return cfg
@@ -202,6 +210,8 @@ var (
 		"DefaultMode": "JETAGENT_TOOL_MODE", "MaxRoundsCap": "JETAGENT_MAX_ROUNDS_CAP",
 		"DefaultMaxRounds": "JETAGENT_MAX_ROUNDS", "AutoThresholds.DeferredAbove": "JETAGENT_DEFERRED_ABOVE",
 		"AutoThresholds.SearchAbove": "JETAGENT_SEARCH_ABOVE", "MaxToolOutput": "JETAGENT_MAX_TOOL_OUTPUT",
+		"AutoThresholds.CodeAbove": "JETAGENT_CODE_ABOVE", "CodeLimits.WallTime": "JETAGENT_CODE_TIMEOUT",
+		"CodeLimits.MaxCalls": "JETAGENT_CODE_MAX_CALLS", "CodeLimits.MaxOutput": "JETAGENT_CODE_MAX_OUTPUT",
 		"ContentCalls.Default": "JETAGENT_CONTENT_CALLS", "ContentCalls.Models": "JETAGENT_CONTENT_CALLS",
 	}
 	runVars  = map[string]string{"ClientToolTimeout": "JETAGENT_CLIENT_TOOL_TIMEOUT"}

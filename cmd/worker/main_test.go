@@ -129,7 +129,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"OPENAI_BASE_URL": "http://x/v1?a=b"}, "invalid OPENAI_BASE_URL: \"http://x/v1?a=b\" must not have a query"},
 		{map[string]string{"JETAGENT_QUEUES": "a.b"}, `invalid JETAGENT_QUEUES: "a.b"`},
 		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
-		{map[string]string{"JETAGENT_TOOL_MODE": "code"}, "invalid JETAGENT_TOOL_MODE: code mode is not available yet"},
+		{map[string]string{"JETAGENT_CODE_ABOVE": "100"}, "invalid JETAGENT_CODE_ABOVE: 100 must be 0 (off) or at least SearchAbove"},
 		{map[string]string{"JETAGENT_LISTEN": "4222"}, "invalid JETAGENT_LISTEN"},
 		{map[string]string{"NATS_URL": "nats://x:4222", "NATS_PASSWORD": "p"}, "NATS_PASSWORD is set but NATS_USER is not"},
 		{map[string]string{"OPENAI_BASE_URL": "localhost:8080"}, "invalid OPENAI_BASE_URL"},

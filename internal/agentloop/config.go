@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jetagent/jetagent/internal/cfgerr"
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -56,8 +57,6 @@ const (
 var (
 	// ErrConfig wraps every configuration or input validation failure.
 	ErrConfig = errors.New("agentloop: invalid configuration")
-	// ErrModeNotImplemented is returned for code mode until codemode is wired.
-	ErrModeNotImplemented = errors.New("agentloop: tool mode not implemented")
 	// ErrEmptyResponse: the model answered nothing, even after a nudge.
 	ErrEmptyResponse = errors.New("agentloop: model returned an empty response")
 	// ErrRefused: the provider stopped the answer (finish_reason
@@ -88,6 +87,10 @@ type AutoThresholds struct {
 	DeferredAbove int
 	// SearchAbove: full definitions costing more than this switch to search mode.
 	SearchAbove int
+	// CodeAbove, when positive, lets auto pick code mode for full
+	// definitions costing more than this (at least SearchAbove). Zero: auto
+	// never picks code mode; an operator enables it.
+	CodeAbove int
 }
 
 // Config configures a Loop. Zero fields take the Default* values.
@@ -110,6 +113,9 @@ type Config struct {
 	// ContentCalls says, per model, whether tool calls written into the
 	// content are read (zero: auto for every model).
 	ContentCalls ContentCalls
+	// CodeLimits bound each execute_code run (zero fields: codemode's
+	// defaults).
+	CodeLimits codemode.Limits
 }
 
 // Loop runs agent jobs. It holds no per-job state and is safe for
@@ -160,10 +166,6 @@ func (c Config) Validate() error {
 	if !c.DefaultMode.Valid() {
 		return bad([]string{"DefaultMode"}, "%q is not auto, full, deferred or search", c.DefaultMode)
 	}
-	if c.DefaultMode == ModeCode {
-		// Every job that sets no mode would fail: refuse it now.
-		return bad([]string{"DefaultMode"}, "code mode is not available yet; use auto, full, deferred or search")
-	}
 	for _, f := range []struct {
 		name string
 		v    int
@@ -182,9 +184,25 @@ func (c Config) Validate() error {
 		return cfgerr.Fields(ErrConfig, []string{"DefaultMaxRounds", "MaxRoundsCap"}, "DefaultMaxRounds",
 			"%d exceeds MaxRoundsCap %d", c.DefaultMaxRounds, c.MaxRoundsCap)
 	}
+	if c.AutoThresholds.CodeAbove < 0 || (c.AutoThresholds.CodeAbove > 0 && c.AutoThresholds.CodeAbove < c.AutoThresholds.SearchAbove) {
+		return cfgerr.Fields(ErrConfig, []string{"AutoThresholds.CodeAbove", "AutoThresholds.SearchAbove"}, "AutoThresholds.CodeAbove",
+			"%d must be 0 (off) or at least SearchAbove %d", c.AutoThresholds.CodeAbove, c.AutoThresholds.SearchAbove)
+	}
 	if c.AutoThresholds.SearchAbove < c.AutoThresholds.DeferredAbove {
 		return cfgerr.Fields(ErrConfig, []string{"AutoThresholds.SearchAbove", "AutoThresholds.DeferredAbove"}, "AutoThresholds.SearchAbove",
 			"%d is below DeferredAbove %d", c.AutoThresholds.SearchAbove, c.AutoThresholds.DeferredAbove)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"CodeLimits.WallTime", int64(c.CodeLimits.WallTime)}, {"CodeLimits.MaxCalls", int64(c.CodeLimits.MaxCalls)},
+		{"CodeLimits.MaxOutput", int64(c.CodeLimits.MaxOutput)}, {"CodeLimits.MaxStackDepth", int64(c.CodeLimits.MaxStackDepth)},
+		{"CodeLimits.MaxMemory", c.CodeLimits.MaxMemory}, {"CodeLimits.MaxCode", int64(c.CodeLimits.MaxCode)},
+	} {
+		if f.v < 0 {
+			return cfgerr.Field(ErrConfig, f.name, f.name, "must not be negative (0: the default)")
+		}
 	}
 	if c.MaxToolOutput < 256 {
 		return cfgerr.Field(ErrConfig, "MaxToolOutput", "MaxToolOutput", "%d is too small (minimum 256 bytes)", c.MaxToolOutput)
@@ -213,6 +231,8 @@ func (t AutoThresholds) Choose(fullTokens int) Mode {
 		return ModeFull
 	case fullTokens <= t.SearchAbove:
 		return ModeDeferred
+	case t.CodeAbove > 0 && fullTokens > t.CodeAbove:
+		return ModeCode
 	default:
 		return ModeSearch
 	}

@@ -41,6 +41,9 @@ type call struct {
 	key    string
 	status journal.Status
 	fatal  error
+
+	round   int              // the round the call is in
+	records []reflect.Record // execute_code: its inner calls, in order
 }
 
 // prepare resolves and validates one call. It runs nothing.
@@ -268,19 +271,13 @@ func invalidMessage(c *call) string {
 func (j *job) dispatch(ctx context.Context, callID string, e *entry, args json.RawMessage, viaCallTool bool, c *call) (string, bool) {
 	switch e.kind {
 	case kindMCP:
-		res, err := j.effect(ctx, c, func(ctx context.Context) (journal.Result, error) {
-			r, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)
-			return journal.Result{Text: r.Text, Structured: r.Structured, IsError: r.IsError}, err
-		})
+		res, err := j.effect(ctx, c, j.runEffect(e, args))
 		if err != nil {
 			return "Error: " + err.Error(), true
 		}
 		return resultText(toolcache.Result{Text: res.Text, Structured: res.Structured, IsError: res.IsError}), res.IsError
 	case kindClient:
-		res, err := j.effect(ctx, c, func(ctx context.Context) (journal.Result, error) {
-			out, err := j.in.ClientCaller(ctx, e.tool.Name, args)
-			return journal.Result{Text: out}, err
-		})
+		res, err := j.effect(ctx, c, j.runEffect(e, args))
 		out, isErr := res.Text, res.IsError || err != nil
 		if err != nil {
 			out = "Error: " + err.Error()
@@ -298,6 +295,8 @@ func (j *job) dispatch(ctx context.Context, callID string, e *entry, args json.R
 		return out, isErr
 	case kindSearchTools, kindGetToolDetails:
 		return j.runMeta(ctx, e.kind, args)
+	case kindExecuteCode:
+		return j.runCode(ctx, c.round, c, args)
 	case kindCallTool:
 		out, isErr := j.dispatch(ctx, callID, c.target, c.targetArgs, true, c)
 		c.record = &reflect.Record{

@@ -16,9 +16,16 @@
 //     get_tool_details(name) and call_tool(name, arguments); the array is
 //     byte-identical in every request, whatever the catalog (prompt caches
 //     keep working).
-//   - code: built by the codemode issue; for now [ErrModeNotImplemented].
+//   - code: execute_code(code), with a compact index of the catalog in its
+//     description, plus search_tools and get_tool_details (which answers
+//     TypeScript signatures). The model writes JavaScript that calls the
+//     tools as async functions (internal/codemode); each inner call is
+//     checked, journaled, published and recorded like a direct one, and
+//     a re-run script gets the recorded results (the journal's keys
+//     c<round>.<index>.<n>, Date.now and Math.random recorded too).
 //   - auto: full, deferred or search by the o200k_base token cost of the
-//     full definitions against [AutoThresholds].
+//     full definitions against [AutoThresholds]; code above CodeAbove
+//     when an operator sets it.
 //
 // [BuildTools] is the one function that builds the array, used by the loop
 // and by the tokens command alike.

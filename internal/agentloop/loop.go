@@ -141,9 +141,6 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if !mode.Valid() {
 		return nil, fmt.Errorf("%w: unknown tool mode %q", ErrConfig, mode)
 	}
-	if mode == ModeCode {
-		return nil, fmt.Errorf("%w: %s (built in its own issue)", ErrModeNotImplemented, mode)
-	}
 
 	cat, count, err := j.catalog(ctx)
 	if err != nil {
@@ -163,8 +160,11 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if j.tools, j.toolToks, err = cat.toolsFor(mode, count); err != nil {
 		return nil, err
 	}
-	if mode == ModeSearch {
+	switch mode {
+	case ModeSearch:
 		j.reg.addMeta()
+	case ModeCode:
+		j.reg.addCode(cat.codeCatalog())
 	}
 	if len(j.reg.catalog) == 0 {
 		// Nothing to call: send no tools at all rather than an empty
@@ -748,6 +748,7 @@ func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Mess
 			c.output, c.isError = "Error: "+ctx.Err().Error(), true
 			continue
 		}
+		c.round = round
 		wg.Go(func() {
 			defer func() { <-sem }()
 			j.run1(ctx, round, c)
@@ -761,6 +762,7 @@ func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Mess
 		if c.record != nil {
 			recs = append(recs, *c.record)
 		}
+		recs = append(recs, c.records...) // execute_code's inner calls
 	}
 	return msgs, recs
 }

@@ -265,7 +265,17 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 		_ = json.Unmarshal(args, &a)
 		e, ok := r.byName[a.Name]
 		if !ok {
-			return "Error: " + r.unknownToolError(a.Name, false).Error(), true
+			if r.code != nil { // the identifier the code uses
+				if n, ok2 := r.code.Name(a.Name); ok2 {
+					e, ok = r.byName[n]
+				}
+			}
+			if !ok {
+				return "Error: " + r.unknownToolError(a.Name, false).Error(), true
+			}
+		}
+		if r.code != nil {
+			return r.code.Declarations(e.tool.Name), false
 		}
 		return mustJSON(details(e.tool)), false
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -26,6 +27,7 @@ const (
 	kindSearchTools
 	kindGetToolDetails
 	kindCallTool
+	kindExecuteCode
 )
 
 // entry is one callable tool, with its lazily compiled validator. Entries
@@ -51,8 +53,10 @@ type registry struct {
 	// in order: MCP tools, client tools, resource bridge.
 	catalog []toolcache.Tool
 	byName  map[string]*entry
-	// meta shadows byName for direct calls in search mode.
+	// meta shadows byName for direct calls in search and code modes.
 	meta map[string]*entry
+	// code is the catalog's tools as code sees them (code mode only).
+	code *codemode.Catalog
 
 	// index is the job's own search index, only for a ToolSet that does
 	// not search a shared one (see searchTools).
@@ -80,6 +84,10 @@ var metaEntries = sync.OnceValue(func() map[string]*entry {
 })
 
 func (r *registry) addMeta() { r.meta = metaEntries() }
+
+// addCode makes the registry code mode's: execute_code, search_tools and
+// get_tool_details, which answers TypeScript signatures.
+func (r *registry) addCode(c *codemode.Catalog) { r.meta, r.code = codeEntries(), c }
 
 // lookup finds a tool the model called directly.
 func (r *registry) lookup(name string) (*entry, bool) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -89,7 +90,7 @@ func BuildTools(mode Mode, tools []toolcache.Tool) ([]llm.Tool, error) {
 	case ModeSearch:
 		return metaTools(), nil
 	case ModeCode:
-		return nil, fmt.Errorf("%w: %s", ErrModeNotImplemented, mode)
+		return codeModeTools(codeCatalog(tools)), nil
 	default:
 		return nil, fmt.Errorf("%w: unknown tool mode %q", ErrConfig, mode)
 	}
@@ -246,7 +247,15 @@ type catalog struct {
 	// shadows: every job on the catalog emits them.
 	clashes []map[string]any
 
-	full, deferred modeTools
+	full, deferred, code modeTools
+	codeOnce             sync.Once
+	codeCat              *codemode.Catalog
+}
+
+// codeCatalog is the catalog's tools as code mode's functions, made once.
+func (c *catalog) codeCatalog() *codemode.Catalog {
+	c.codeOnce.Do(func() { c.codeCat = codeCatalog(c.tools) })
+	return c.codeCat
 }
 
 // modeTools is one mode's tools array and its token count, made once.
@@ -305,6 +314,8 @@ func (c *catalog) toolsFor(mode Mode, count func([]llm.Tool) (int, error)) ([]ll
 		}, count)
 	case ModeSearch:
 		return searchTools()
+	case ModeCode:
+		return c.code.get(func() []llm.Tool { return codeModeTools(c.codeCatalog()) }, count)
 	}
 	tools, err := BuildTools(mode, c.tools) // the error of an unknown mode
 	return tools, 0, err

@@ -56,8 +56,8 @@ func TestBuildToolsNeverNull(t *testing.T) {
 	if string(full[2].Parameters) != `{"type":"object","properties":{"x":{}}}` {
 		t.Errorf("full c = %s", full[2].Parameters)
 	}
-	if _, err := agentloop.BuildTools(agentloop.ModeCode, tools); !errors.Is(err, agentloop.ErrModeNotImplemented) {
-		t.Errorf("code mode: %v", err)
+	if code, err := agentloop.BuildTools(agentloop.ModeCode, tools); err != nil || len(code) != 3 || code[0].Name != agentloop.ToolExecuteCode {
+		t.Errorf("code mode: %v %v", code, err)
 	}
 	if _, err := agentloop.BuildTools("bogus", tools); !errors.Is(err, agentloop.ErrConfig) {
 		t.Errorf("bogus mode: %v", err)
@@ -133,7 +133,6 @@ func TestRunRejectsBadInput(t *testing.T) {
 		want error
 	}{
 		"empty task":      {agentloop.Input{}, agentloop.ErrConfig},
-		"code mode":       {agentloop.Input{Task: "x", Mode: agentloop.ModeCode}, agentloop.ErrModeNotImplemented},
 		"bad mode":        {agentloop.Input{Task: "x", Mode: "turbo"}, agentloop.ErrConfig},
 		"no caller":       {agentloop.Input{Task: "x", ClientTools: []clienttools.Decl{{Name: "a"}}}, agentloop.ErrConfig},
 		"bad client name": {agentloop.Input{Task: "x", ClientTools: []clienttools.Decl{{Name: "a b"}}, ClientCaller: noCaller}, agentloop.ErrConfig},

@@ -82,10 +82,10 @@ func TestSharedCatalogs(t *testing.T) {
 }
 
 func ExampleWriteMarkdown() {
-	rows := []toolcost.Row{{Name: "demo", Tools: 3, Full: 900, Deferred: 90, Search: 160, Auto: agentloop.ModeFull}}
+	rows := []toolcost.Row{{Name: "demo", Tools: 3, Full: 900, Deferred: 90, Search: 160, Code: 420, Auto: agentloop.ModeFull}}
 	_ = toolcost.WriteMarkdown(os.Stdout, rows)
 	// Output:
-	// | catalog | tools | full | deferred | search | deferred/full | auto |
-	// |---|---:|---:|---:|---:|---:|---|
-	// | demo | 3 | 900 | 90 | 160 | 10.0% | full |
+	// | catalog | tools | full | deferred | search | code | deferred/full | auto |
+	// |---|---:|---:|---:|---:|---:|---:|---|
+	// | demo | 3 | 900 | 90 | 160 | 420 | 10.0% | full |
 }

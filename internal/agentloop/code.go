@@ -1,0 +1,257 @@
+package agentloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jetagent/jetagent/internal/codemode"
+	"github.com/jetagent/jetagent/internal/journal"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/reflect"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// ToolExecuteCode is code mode's tool: it runs JavaScript against typed
+// tool wrappers (internal/codemode).
+const ToolExecuteCode = "execute_code"
+
+// codeIndexBytes bounds the tool index in execute_code's description:
+// about 1,500 tokens, whatever the catalog's size (search_tools finds the
+// rest).
+const codeIndexBytes = 6 << 10
+
+const executeCodeIntro = "Run JavaScript: the body of an async function (top-level await; return a value to get it back). " +
+	"Each tool is an async function on `tools`: `const r = await tools.NAME({...args})` returns the tool's structured content, " +
+	"else its text parsed as JSON, else the text; a tool error throws an Error with the tool's message (catch it if you can recover). " +
+	"Run calls in parallel with Promise.all. Only what you console.log and the returned value come back to you, cut when long: " +
+	"filter and summarise in code rather than printing raw data. No require, import, fetch, process or timers. " +
+	"get_tool_details gives a tool's TypeScript signature; search_tools finds tools not listed here.\n\nTools:\n"
+
+// executeCodeParams is execute_code's input schema.
+var executeCodeParams = json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":"JavaScript, the body of an async function"}},"required":["code"],"additionalProperties":false}`)
+
+// codeModeTools is code mode's tools array for a catalog: execute_code
+// (with the catalog's index), search_tools and get_tool_details. It is
+// the same bytes in every request of a job.
+func codeModeTools(cc *codemode.Catalog) []llm.Tool {
+	meta := metaTools()
+	return []llm.Tool{
+		{Name: ToolExecuteCode, Description: executeCodeIntro + cc.Index(codeIndexBytes), Parameters: executeCodeParams},
+		meta[0], // search_tools
+		meta[1], // get_tool_details
+	}
+}
+
+// codeCatalog is the codemode catalog of tools: every tool of the job's
+// catalog is a function on `tools` under its model-facing name.
+func codeCatalog(tools []toolcache.Tool) *codemode.Catalog {
+	ct := make([]codemode.Tool, len(tools))
+	for i, t := range tools {
+		ct[i] = codemode.Tool{Name: t.Name, Description: t.Description, InputSchema: parameters(t), OutputSchema: t.OutputSchema}
+	}
+	return codemode.NewCatalog(ct)
+}
+
+// codeEntries are code mode's direct tools, shared by every job.
+var codeEntries = sync.OnceValue(func() map[string]*entry {
+	m := map[string]*entry{}
+	for name, e := range metaEntries() {
+		if name != ToolCallTool {
+			m[name] = e
+		}
+	}
+	m[ToolExecuteCode] = &entry{
+		tool: toolcache.Tool{Name: ToolExecuteCode, Original: ToolExecuteCode, Description: "Run JavaScript against the tools.", InputSchema: executeCodeParams, Parameters: executeCodeParams},
+		kind: kindExecuteCode,
+	}
+	return m
+})
+
+// runCode runs one execute_code call: its inner calls go through the
+// same checks, journal and events as direct calls, and are recorded for
+// reflection in the order they were made.
+func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMessage) (string, bool) {
+	var a struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(args, &a)
+	h := &codeHost{j: j, round: round, parent: c}
+	out := j.reg.code.Run(ctx, a.Code, h, j.l.cfg.CodeLimits)
+	h.mu.Lock()
+	c.records = h.records
+	h.mu.Unlock()
+	if out.Err == nil {
+		return out.Text, false
+	}
+	if f := h.fatalErr(); f != nil {
+		c.fatal = f
+	}
+	msg := "Error: " + out.Err.Error()
+	if out.Text != "" {
+		msg += "\n\nOutput before the error:\n" + out.Text
+	}
+	return msg, true
+}
+
+// codeHost is what an execution's code reaches: the job's tools.
+type codeHost struct {
+	j      *job
+	round  int
+	parent *call
+
+	mu      sync.Mutex
+	records []reflect.Record
+	fatal   error
+}
+
+func (h *codeHost) fatalErr() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fatal
+}
+
+// Call runs inner call seq: the tool must be the job's (its allow/deny
+// made the catalog), its arguments valid, and it goes through the journal
+// under the parent's key, so a re-run script gets the recorded results.
+func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.RawMessage) (codemode.Result, error) {
+	j, parent := h.j, h.parent
+	e, ok := j.reg.byName[name]
+	if !ok {
+		return codemode.Result{}, j.reg.unknownToolError(name, false)
+	}
+	args = compactJSON(args)
+	id := parent.tc.ID + "_" + strconv.Itoa(seq+1) // reflect's id for the n-th record of a call
+	ic := &call{
+		tc:    llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: name, Arguments: string(args)}},
+		entry: e, target: e, args: args, targetArgs: args,
+		key: parent.key + "." + strconv.Itoa(seq),
+	}
+	if parent.key == "" {
+		ic.key = ""
+	}
+	if ic.invalid = e.validate(args); len(ic.invalid) > 0 {
+		j.emit(ctx, EventToolValidationFailed, h.round, map[string]any{
+			"retry": 0, "call_id": id, "name": name, "tool": name, "arguments": string(args),
+			"errors": ic.invalid, "from": ToolExecuteCode, "parent_call_id": parent.tc.ID,
+		})
+		return codemode.Result{}, errors.New(strings.TrimPrefix(invalidMessage(ic), "Error: "))
+	}
+	emit := j.emit
+	if _, ok := j.journaled(ic); ok && j.in.Journal.Completed(ic.key) {
+		emit = func(context.Context, string, int, map[string]any) {} // published by the attempt that ran it
+	}
+	emit(ctx, EventToolCall, h.round, map[string]any{
+		"call_id": id, "name": name, "arguments": string(args),
+		"from": ToolExecuteCode, "parent_call_id": parent.tc.ID,
+	})
+	start := time.Now()
+	res, err := j.effect(ctx, ic, j.runEffect(e, args))
+	if ic.fatal != nil {
+		// A journal that cannot be written ends the attempt; a script that
+		// went another way than the record ends only this execution, with
+		// the reason for the model.
+		if !errors.Is(ic.fatal, journal.ErrDiverged) {
+			h.mu.Lock()
+			h.fatal = ic.fatal
+			h.mu.Unlock()
+		}
+		return codemode.Result{}, codemode.Abort(ic.fatal)
+	}
+	if err != nil {
+		res = journal.Result{Text: "Error: " + err.Error(), IsError: true}
+	}
+	text := resultText(toolcache.Result{Text: res.Text, Structured: res.Structured, IsError: res.IsError})
+	if ic.status == journal.Interrupted {
+		emit(ctx, EventToolInterrupted, h.round, map[string]any{
+			"call_id": id, "name": name, "tool": name, "idempotency_key": j.idempotencyKey(ic),
+			"from": ToolExecuteCode, "parent_call_id": parent.tc.ID,
+		})
+	}
+	data := map[string]any{
+		"call_id": id, "name": name, "tool": name,
+		"duration_ms": time.Since(start).Milliseconds(), "size": len(text), "error": res.IsError,
+		"truncated_for_model": false, "output": text,
+		"from": ToolExecuteCode, "parent_call_id": parent.tc.ID,
+	}
+	if ic.status != journal.Ran {
+		data["journal"] = ic.status.String()
+	}
+	emit(ctx, EventToolResult, h.round, data)
+	out := truncate(text, j.l.cfg.MaxToolOutput)
+	h.mu.Lock()
+	h.records = append(h.records, reflect.Record{
+		ID: id, CallID: parent.tc.ID, Kind: reflect.KindCode, Name: name,
+		Input: args, Output: &out, IsError: res.IsError,
+	})
+	h.mu.Unlock()
+	if res.IsError {
+		return codemode.Result{Text: strings.TrimPrefix(text, "Error: "), IsError: true}, nil
+	}
+	return codemode.Result{Text: res.Text, Structured: res.Structured}, nil
+}
+
+// Now is Date.now() of the script: recorded, so a re-run script sees the
+// same clock.
+func (h *codeHost) Now(seq int) int64 {
+	v := h.value("n", seq, func() json.RawMessage {
+		return json.RawMessage(strconv.FormatInt(time.Now().UnixMilli(), 10))
+	})
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return time.Now().UnixMilli()
+	}
+	return n
+}
+
+// Random is Math.random() of the script, recorded like Now.
+func (h *codeHost) Random(seq int) float64 {
+	v := h.value("r", seq, func() json.RawMessage {
+		return json.RawMessage(strconv.FormatFloat(rand.Float64(), 'g', -1, 64))
+	})
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return rand.Float64()
+	}
+	return f
+}
+
+// value journals one value of the script. Without a journal, or when it
+// cannot be stored (then the next call cannot be journaled either and
+// ends the execution), the fresh value is used.
+func (h *codeHost) value(kind string, seq int, make func() json.RawMessage) json.RawMessage {
+	jr := h.j.in.Journal
+	if jr == nil || h.parent.key == "" {
+		return make()
+	}
+	v, err := jr.Once(context.WithoutCancel(context.Background()), fmt.Sprintf("%s.%s%d", h.parent.key, kind, seq), make)
+	if err != nil {
+		return make()
+	}
+	return v
+}
+
+// runEffect is the call of a tool with an effect (or a resource read),
+// as the journal runs it.
+func (j *job) runEffect(e *entry, args json.RawMessage) func(context.Context) (journal.Result, error) {
+	return func(ctx context.Context) (journal.Result, error) {
+		switch e.kind {
+		case kindMCP:
+			r, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)
+			return journal.Result{Text: r.Text, Structured: r.Structured, IsError: r.IsError}, err
+		case kindClient:
+			out, err := j.in.ClientCaller(ctx, e.tool.Name, args)
+			return journal.Result{Text: out}, err
+		case kindListResources, kindReadResource:
+			out, isErr, err := runResource(ctx, j.in.Tools, e.kind, args)
+			return journal.Result{Text: out, IsError: isErr}, err
+		}
+		return journal.Result{}, fmt.Errorf("tool %q cannot be called from code", e.tool.Name)
+	}
+}

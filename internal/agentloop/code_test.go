@@ -1,0 +1,186 @@
+package agentloop_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/reflect"
+)
+
+func codeCall(code string) llm.ToolCall {
+	args, _ := json.Marshal(map[string]string{"code": code})
+	return call(agentloop.ToolExecuteCode, string(args))
+}
+
+// Code mode end to end: the model writes a script; its calls (awaited,
+// in parallel, one with invalid arguments) run on the real MCP server
+// with the same checks, publish events marked as coming from code, and
+// the stored transcript reflects them as the real calls, in order. The
+// tools array is execute_code + search_tools + get_tool_details, the same
+// bytes in every request, with the catalog's index.
+func TestCodeModeRunsToolsFromCode(t *testing.T) {
+	t.Parallel()
+	fx := &effects{}
+	tools := effectsView(t, fx)
+	script := `const a = await tools.read({arg: "x"});
+const rs = await Promise.all([tools.write({arg: "p"}), tools.write({arg: "q"})]);
+console.log(a, rs.length);
+try { await tools.write({}); } catch (e) { console.log("refused:", e.message.includes("arg")); }
+return "ok";`
+	s := llmtest.NewServer(t,
+		toolReply(call(agentloop.ToolGetToolDetails, `{"name":"write"}`)),
+		toolReply(codeCall(script)),
+		textReply("done"),
+	)
+	var ev events
+	res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{JobID: "j", Task: "go", Tools: tools, Mode: agentloop.ModeCode, Sink: &ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var names []string
+	for _, tl := range reqs[0].Tools {
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, ",") != "execute_code,search_tools,get_tool_details" {
+		t.Fatalf("tools %v", names)
+	}
+	if !strings.Contains(reqs[0].Tools[0].Description, "write") || !strings.Contains(reqs[0].Tools[0].Description, "read") {
+		t.Errorf("execute_code's index lacks the tools: %s", reqs[0].Tools[0].Description)
+	}
+	for _, r := range reqs[1:] {
+		if string(r.ToolsJSON) != string(reqs[0].ToolsJSON) {
+			t.Errorf("request %d has another tools array", r.N)
+		}
+	}
+	msgs := toolMessages(res.Messages)
+	if len(msgs) != 2 || !strings.Contains(msgs[0].Content, "write(") {
+		t.Fatalf("get_tool_details answered %q, want a TypeScript signature", msgs[0].Content)
+	}
+	out := msgs[1].Content
+	for _, want := range []string{"read x done 2", "refused: true", "ok"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("execute_code output %q lacks %q", out, want)
+		}
+	}
+	if fx.count("read:x") != 1 || fx.count("write:p") != 1 || fx.count("write:q") != 1 {
+		t.Errorf("runs %v", fx.runs)
+	}
+	var fromCode int
+	for _, e := range ev.of(agentloop.EventToolResult) {
+		if e.Data["from"] == agentloop.ToolExecuteCode {
+			fromCode++
+			if e.Data["parent_call_id"] == "" {
+				t.Errorf("inner result without its parent: %v", e.Data)
+			}
+		}
+	}
+	if fromCode != 3 || len(ev.of(agentloop.EventToolValidationFailed)) != 1 {
+		t.Errorf("inner results %d, validation failures %d", fromCode, len(ev.of(agentloop.EventToolValidationFailed)))
+	}
+	// Reflected: the script's three real calls in its place, in order.
+	var real []string
+	for _, m := range reflect.Rewrite(res.Messages, res.Records) {
+		for _, c := range m.ToolCalls {
+			real = append(real, c.Function.Name+c.Function.Arguments)
+		}
+	}
+	want := []string{`get_tool_details{"name":"write"}`, `read{"arg":"x"}`, `write{"arg":"p"}`, `write{"arg":"q"}`}
+	if strings.Join(real, " ") != strings.Join(want, " ") {
+		t.Errorf("reflected calls %v, want %v", real, want)
+	}
+}
+
+// Durable code: a worker killed in the middle of a script; the next
+// attempt runs the same script again (the journaled answer), its
+// completed inner call returns the recorded result without running, the
+// clock reads what the first run read, and the call in flight (a write)
+// throws as interrupted instead of running again. A script that goes
+// another way than the record ends with a clear error.
+func TestCodeModeIsDurable(t *testing.T) {
+	t.Parallel()
+	fx := &effects{}
+	tools := effectsView(t, fx)
+	store := &dyingStore{}
+	ctx1, kill := context.WithCancel(t.Context())
+	defer kill()
+	fx.onWrite = func(arg string) {
+		if strings.HasPrefix(arg, "b-") {
+			store.kill()
+			kill()
+		}
+	}
+	script := `const t = Date.now();
+await tools.write({arg: "a"});
+try { await tools.write({arg: "b-" + t}); } catch (e) { console.log("second:", e.message); }
+return t;`
+	s1 := llmtest.NewServer(t, toolReply(codeCall(script)))
+	in := agentloop.Input{JobID: "j", Task: "go", Tools: tools, Mode: agentloop.ModeCode, Journal: newJournal(t, store, nil)}
+	if _, err := newLoop(t, s1, agentloop.Config{}).Run(ctx1, in); err == nil {
+		t.Fatal("the killed attempt succeeded")
+	}
+	fx.onWrite = nil
+	s2 := llmtest.NewServer(t, textReply("done"))
+	var ev events
+	in.Sink = &ev
+	in.Journal = newJournal(t, &dyingStore{m: store.snapshot()}, store.snapshot())
+	res, err := newLoop(t, s2, agentloop.Config{}).Run(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s2.Requests()) != 1 {
+		t.Fatalf("model asked %d times, want once (round 1's answer is journaled)", len(s2.Requests()))
+	}
+	if fx.count("write:a") != 1 {
+		t.Errorf("write a ran %d times", fx.count("write:a"))
+	}
+	var b int
+	fx.mu.Lock()
+	for k, n := range fx.runs {
+		if strings.HasPrefix(k, "write:b-") {
+			b += n
+		}
+	}
+	fx.mu.Unlock()
+	if b != 1 {
+		t.Errorf("write b ran %d times (a replay with another clock would call it with other arguments)", b)
+	}
+	out := toolMessages(res.Messages)[0].Content
+	if !strings.Contains(out, "second:") || !strings.Contains(out, "was interrupted") {
+		t.Errorf("the script did not see the interruption: %q", out)
+	}
+	if len(ev.of(agentloop.EventToolInterrupted)) != 1 {
+		t.Errorf("tool.interrupted events: %d", len(ev.of(agentloop.EventToolInterrupted)))
+	}
+
+	// Another script at the same place diverges from the record.
+	s3 := llmtest.NewServer(t, textReply("done"))
+	in.Journal = newJournal(t, &dyingStore{m: store.snapshot()}, divergent(t, store.snapshot()))
+	in.Sink = nil
+	res, err = newLoop(t, s3, agentloop.Config{}).Run(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := toolMessages(res.Messages)[0].Content; !strings.Contains(out, "diverged") {
+		t.Errorf("a diverging replay answered %q", out)
+	}
+}
+
+// divergent rewrites the journaled first inner call's arguments.
+func divergent(t *testing.T, m map[string][]byte) map[string][]byte {
+	t.Helper()
+	v, ok := m["c1.0.0"]
+	if !ok {
+		t.Fatalf("no inner call journaled: %v", m)
+	}
+	m["c1.0.0"] = []byte(strings.Replace(string(v), `"arg":"a"`, `"arg":"other"`, 1))
+	return m
+}
