@@ -164,7 +164,7 @@ func TestLimits(t *testing.T) {
 		{name: "deep recursion through a built-in", code: "function f() { [1].map(f) }\nf()", lim: Limits{MaxStackDepth: 200}, limit: "call stack"},
 		{name: "recursion caught", code: "function f() { try { return f() } catch (e) { return 0 } }\nf()", lim: Limits{MaxStackDepth: 100}, limit: "call stack"},
 		{name: "code size", code: strings.Repeat("1;\n", 100), lim: Limits{MaxCode: 100}, limit: "code size", wantErr: "the code is 300 bytes, over the limit of 100 bytes"},
-		{name: "memory", code: "const keep = [];\nfor (let i = 0; ; i++) keep.push({i, s: 'x'.repeat(1000) + i});", lim: Limits{MaxMemory: 32 << 20},
+		{name: "memory", code: "const keep = [], base = 'x'.repeat(1 << 20);\nfor (let i = 0; ; i++) keep.push({i, s: base + i});", lim: Limits{MaxMemory: 32 << 20},
 			limit: "memory", wantErr: "over the limit of 32 MiB"},
 		{name: "output survives a limit", code: "console.log('working');\nwhile (true) {}", lim: Limits{WallTime: 100 * time.Millisecond}, limit: "wall time", wantText: "working"},
 	}
