@@ -131,7 +131,8 @@ func (c *Catalog) Name(ident string) (string, bool) {
 // digit (or an empty name) gets a '_' in front. It is the identity for a
 // name that is already such an identifier ("logging_getLogs"), and
 // "github-get_issue" becomes "github_get_issue". Reserved words are valid
-// (the code writes tools.delete(...)). Collisions between tools are
+// (the code writes tools.delete(...)); names starting "__codemode", which
+// the sandbox reserves, get a 't' in front. Collisions between tools are
 // resolved by NewCatalog.
 func Ident(name string) string {
 	var b strings.Builder
@@ -151,7 +152,11 @@ func Ident(name string) string {
 	if b.Len() == 0 {
 		return "_"
 	}
-	return b.String()
+	id := b.String()
+	if strings.HasPrefix(id, "__codemode") {
+		id = "t" + id // the prefix is reserved for the sandbox
+	}
+	return id
 }
 
 // pascal turns an identifier into a PascalCase type-name stem:

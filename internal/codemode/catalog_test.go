@@ -20,6 +20,7 @@ func TestIdent(t *testing.T) {
 		{"delete", "delete"},
 		{"café", "caf_"},
 		{"", "_"},
+		{"__codemode_guard__", "t__codemode_guard__"},
 	}
 	for _, tt := range tests {
 		if got := Ident(tt.name); got != tt.want {

@@ -66,10 +66,10 @@ type Limits struct {
 	MaxOutput int
 	// MaxStackDepth is the deepest JavaScript call stack, in frames.
 	MaxStackDepth int
-	// MaxMemory bounds, in bytes, how much the Go heap may grow while the
-	// execution runs, and sets the size guards on built-ins (see the
-	// package documentation: goja has no memory accounting, so this is an
-	// approximation).
+	// MaxMemory bounds, in bytes, how much the process's live Go heap may
+	// grow while the execution runs (twice that counting garbage), and
+	// sizes the guards on built-ins. goja has no memory accounting, so
+	// this is a process-wide approximation; see the package documentation.
 	MaxMemory int64
 	// MaxCode bounds the size of the code in bytes.
 	MaxCode int
