@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/reflect"
@@ -183,4 +185,44 @@ func divergent(t *testing.T, m map[string][]byte) map[string][]byte {
 	}
 	m["c1.0.0"] = []byte(strings.Replace(string(v), `"arg":"a"`, `"arg":"other"`, 1))
 	return m
+}
+
+// Escape attempts and runaway scripts end their execution with a clear
+// error for the model; the job, the worker and other jobs go on.
+//
+// Not parallel: it runs before the package's parallel tests start, so its
+// huge allocation cannot trip their scripts' memory watchdog.
+func TestCodeModeRefusesEscapes(t *testing.T) {
+	tools := effectsView(t, &effects{})
+	for _, tc := range []struct {
+		name, code, want string
+	}{
+		{"require", `const fs = require("fs"); return fs.readFileSync("/etc/passwd")`, "require"},
+		{"import", `const m = await import("fs"); return m`, "import"},
+		{"fetch", `return await fetch("http://example.com")`, "fetch"},
+		{"process", `return process.env`, "process"},
+		{"timers", `setTimeout(() => {}, 10)`, "setTimeout"},
+		{"infinite loop", `while (true) {}`, "wall time"},
+		{"huge output", `for (let i = 0; i < 100000; i++) console.log("x".repeat(100))`, "truncated"},
+		{"deep recursion", `const f = n => f(n + 1) + 1; return f(0)`, "stack"},
+		{"huge allocation", `let a = []; for (;;) a.push(new Array(1e6).fill(1))`, ""},
+	} {
+		// One at a time: codemode's memory watchdog reads the process's
+		// heap, so a neighbour's allocation could stop the loop case first.
+		t.Run(tc.name, func(t *testing.T) {
+			s := llmtest.NewServer(t, toolReply(codeCall(tc.code)), textReply("ok"))
+			l := newLoop(t, s, agentloop.Config{CodeLimits: codemode.Limits{WallTime: 2 * time.Second, MaxMemory: 64 << 20}})
+			res, err := l.Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeCode})
+			if err != nil || res.Answer != "ok" {
+				t.Fatalf("the job did not go on: %v %q", err, res.Answer)
+			}
+			out := toolMessages(res.Messages)[0].Content
+			if tc.name != "huge output" && !strings.HasPrefix(out, "Error: ") {
+				t.Errorf("answered %.300q, want an error", out)
+			}
+			if !strings.Contains(strings.ToLower(out), strings.ToLower(tc.want)) {
+				t.Errorf("answered %.300q, want it to mention %q", out, tc.want)
+			}
+		})
+	}
 }
