@@ -401,7 +401,7 @@ func (w *loggedWorker) waitLog(ctx context.Context, substrs ...string) (string, 
 		select {
 		case <-ch:
 		case <-w.done:
-			return "", fmt.Errorf("worker %s exited (%v) before logging %q", w.name, w.err, substrs)
+			return "", fmt.Errorf("worker %s exited (%w) before logging %q", w.name, w.err, substrs)
 		case <-ctx.Done():
 			return "", fmt.Errorf("worker %s did not log %q: %w", w.name, substrs, ctx.Err())
 		}

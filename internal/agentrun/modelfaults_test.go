@@ -186,7 +186,6 @@ func count(types []string, typ string) int {
 
 func TestModelEndpointFaults(t *testing.T) {
 	t.Parallel()
-	const allRequests = (faultRetries + 1) * faultMaxDeliver
 	rateLimited := status(http.StatusTooManyRequests, map[string]string{"Retry-After": "1"},
 		`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
 	for _, tc := range []struct {

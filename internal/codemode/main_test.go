@@ -44,7 +44,7 @@ func (h *fakeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 	}
 	var a map[string]any
 	if err := json.Unmarshal(args, &a); err != nil {
-		return Result{}, fmt.Errorf("bad args %s: %v", args, err)
+		return Result{}, fmt.Errorf("bad args %s: %w", args, err)
 	}
 	return f(a)
 }

@@ -354,7 +354,7 @@ func TestConcurrentRuns(t *testing.T) {
 			switch {
 			case i%4 == 0:
 				if !errors.Is(out.Err, ErrLimit) {
-					errs <- fmt.Errorf("run %d: Err = %v", i, out.Err)
+					errs <- fmt.Errorf("run %d: Err = %w", i, out.Err)
 				}
 			case out.Err != nil:
 				errs <- fmt.Errorf("run %d: %v", i, out.Err)

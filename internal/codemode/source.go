@@ -164,10 +164,7 @@ func apply(src string, ins []insertion) string {
 	return b.String()
 }
 
-var (
-	errLineCol  = regexp.MustCompile(`Line (\d+):(\d+)`)
-	importRegex = regexp.MustCompile(`(^|[^\w$.])import\s*[({"'\w*]`)
-)
+var importRegex = regexp.MustCompile(`(^|[^\w$.])import\s*[({"'\w*]`)
 
 // parse parses the wrapped source, turning a syntax error into a message
 // about the code's own lines.

@@ -25,7 +25,7 @@ func TestPanickingJobFailsWithItsReason(t *testing.T) {
 		if job.Task == "panic" {
 			panics.Add(1)
 			var m map[string]int
-			m["boom"]++ // a nil map: a real runtime panic
+			m["boom"]++ //nolint:staticcheck // a nil map on purpose: a real runtime panic
 		}
 		return echo.Run(ctx, job, env)
 	})
