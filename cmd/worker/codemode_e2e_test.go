@@ -17,8 +17,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/jobs"
@@ -193,16 +191,7 @@ func TestCodeModeScenario(t *testing.T) {
 func codeModeScenario(t *testing.T, crash bool) {
 	ctx := natstest.Context(t)
 	id := "ops-" + strconv.FormatBool(crash)
-	ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	ns, nc := startCrashNATS(t)
 
 	model := llmtest.NewServer(t)
 	model.Handle(func(req llmtest.RecordedRequest) llmtest.Reply {
@@ -238,19 +227,7 @@ func codeModeScenario(t *testing.T, crash bool) {
 	}
 	env := append(append([]string(nil), base...), "JETAGENT_MCP_CONFIG="+mcpConfig(hang), "JETAGENT_TOOL_MODE=code")
 
-	created, err := nc.SubscribeSync(server.JSAdvisoryConsumerCreatedPre + ".AGENT_ADVISORIES.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer created.Unsubscribe() //nolint:errcheck
-	first := startChildWorker(t, "first", env)
-	if _, err := created.NextMsgWithContext(ctx); err != nil {
-		t.Fatalf("the worker did not create the topology: %v", err)
-	}
-	client, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, client := startFirstWorker(ctx, t, nc, "first", env)
 	if _, err := client.Submit(ctx, &jobs.Job{ID: id, Task: "Open one ticket per distinct error in the logs."}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,16 +41,7 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	ctx := natstest.Context(t)
 	const id = "crash-resume"
 
-	ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	ns, nc := startCrashNATS(t)
 
 	// Round 1 calls add; round 2 is held until the worker dies. Later
 	// requests get scriptedModel's answers, as a real model would: a
@@ -63,21 +55,7 @@ func TestCrashResumesFromCheckpoint(t *testing.T) {
 	model.Handle(scriptedModel)
 	env := crashWorkerEnv(t, ns.ClientURL(), model.URL())
 
-	// The first worker creates the topology; the dead-letterer's consumer
-	// is its last piece, so its creation advisory means a client can open it.
-	created, err := nc.SubscribeSync(server.JSAdvisoryConsumerCreatedPre + ".AGENT_ADVISORIES.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer created.Unsubscribe() //nolint:errcheck
-	first := startChildWorker(t, "first", env)
-	if _, err := created.NextMsgWithContext(ctx); err != nil {
-		t.Fatalf("first worker did not create the topology: %v", err)
-	}
-	client, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, client := startFirstWorker(ctx, t, nc, "first", env)
 	if _, err := client.Submit(ctx, &jobs.Job{ID: id, Task: "add 2 3", Servers: []string{"demo"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -452,4 +430,43 @@ func parentPID(pid int) int {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
+}
+
+// startCrashNATS starts the embedded nats-server of a test whose workers
+// are processes, and a connection to it.
+func startCrashNATS(t *testing.T) (*server.Server, *nats.Conn) {
+	t.Helper()
+	ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return ns, nc
+}
+
+// startFirstWorker starts the worker process that creates the topology
+// and returns it with a client, once the topology is complete: the
+// dead-letterer's consumer is its last piece, so that consumer's creation
+// advisory means a client can open it.
+func startFirstWorker(ctx context.Context, t *testing.T, nc *nats.Conn, name string, env []string) (*childWorker, *jobs.Client) {
+	t.Helper()
+	created, err := nc.SubscribeSync(server.JSAdvisoryConsumerCreatedPre + ".AGENT_ADVISORIES.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer created.Unsubscribe() //nolint:errcheck
+	w := startChildWorker(t, name, env)
+	if _, err := created.NextMsgWithContext(ctx); err != nil {
+		t.Fatalf("worker %s did not create the topology: %v", name, err)
+	}
+	client, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, client
 }

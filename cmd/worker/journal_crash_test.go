@@ -15,8 +15,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
@@ -133,16 +131,7 @@ func TestKilledDuringAToolCall(t *testing.T) {
 func killedDuringACall(t *testing.T, hangTool string, wantInterrupted bool) {
 	ctx := natstest.Context(t)
 	id := "killed-in-" + hangTool
-	ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	ns, nc := startCrashNATS(t)
 
 	// The model answers by the history it is shown, as a real one would.
 	model := llmtest.NewServer(t)
@@ -175,19 +164,7 @@ func killedDuringACall(t *testing.T, hangTool string, wantInterrupted bool) {
 	}
 	env := append(crashWorkerEnv(t, ns.ClientURL(), model.URL()), "JETAGENT_MCP_CONFIG="+mcpCfg)
 
-	created, err := nc.SubscribeSync(server.JSAdvisoryConsumerCreatedPre + ".AGENT_ADVISORIES.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer created.Unsubscribe() //nolint:errcheck
-	first := startChildWorker(t, "first", env)
-	if _, err := created.NextMsgWithContext(ctx); err != nil {
-		t.Fatalf("first worker did not create the topology: %v", err)
-	}
-	client, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, client := startFirstWorker(ctx, t, nc, "first", env)
 	if _, err := client.Submit(ctx, &jobs.Job{ID: id, Task: "do it"}); err != nil {
 		t.Fatal(err)
 	}

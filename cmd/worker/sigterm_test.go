@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/natstest"
@@ -31,16 +29,7 @@ func TestSIGTERMWithJobsInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*natstest.WaitTimeout)
 	defer cancel()
 	const grace = 8 * time.Second
-	ns, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	ns, nc := startCrashNATS(t)
 
 	// Until the first worker is gone, "quick" jobs are answered once the
 	// test releases them and "stuck" ones never (their request ends when
