@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,15 +30,22 @@ import (
 // call appends "<tool> <arg> <idempotency key>" to the file it names.
 // A call whose arg starts with "hang" blocks once it is written down
 // (until the process dies), unless the file <counter>.released exists.
-const counterEnv = "JETAGENT_TEST_COUNTER"
+//
+// With counterHoldEnv set, each call is then held 0–400 ms (by its name
+// and arg's hash) before it answers, as real work would: a fault in that
+// time finds the call in flight, its effect done (the soak uses it).
+const (
+	counterEnv     = "JETAGENT_TEST_COUNTER"
+	counterHoldEnv = "JETAGENT_TEST_COUNTER_HOLD"
+)
 
 func init() {
 	if f := os.Getenv(counterEnv); f != "" {
-		os.Exit(runCounterServer(f))
+		os.Exit(runCounterServer(f, os.Getenv(counterHoldEnv) != ""))
 	}
 }
 
-func runCounterServer(file string) int {
+func runCounterServer(file string, hold bool) int {
 	s := mcpserver.NewMCPServer("counter", "1.0.0", mcpserver.WithToolCapabilities(false))
 	schema := json.RawMessage(`{"type":"object","properties":{"arg":{"type":"string"}},"required":["arg"]}`)
 	handler := func(name string) mcpserver.ToolHandlerFunc {
@@ -54,6 +62,15 @@ func runCounterServer(file string) int {
 			fmt.Fprintf(f, "%s %s %s\n", name, arg, key)
 			_ = f.Sync()
 			_ = f.Close()
+			if hold {
+				h := fnv.New32a()
+				_, _ = h.Write([]byte(name + " " + arg))
+				select {
+				case <-time.After(time.Duration(h.Sum32()%400) * time.Millisecond): // the call's own work
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
 			if strings.HasPrefix(arg, "hang") {
 				if _, err := os.Stat(file + ".released"); err != nil {
 					<-ctx.Done() // until the worker (and so this server) dies

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -21,15 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"golang.org/x/sys/unix"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/jobs"
-	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 )
@@ -186,7 +182,7 @@ func newSoak(t *testing.T, cfg soakConfig) *soak {
 
 	mcpCfg := filepath.Join(t.TempDir(), "mcp.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"counter": map[string]any{
-		"command": os.Args[0], "args": []string{"-test.run=^$"}, "env": map[string]string{soakCounterEnv: s.counter},
+		"command": os.Args[0], "args": []string{"-test.run=^$"}, "env": map[string]string{counterEnv: s.counter, counterHoldEnv: "1"},
 	}}})
 	if err := os.WriteFile(mcpCfg, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -262,60 +258,6 @@ func (s *soak) answer(req llmtest.RecordedRequest) llmtest.Reply {
 		return call("write", job+"-3")
 	}
 	return llmtest.Reply{Block: ready, Content: "done " + job}
-}
-
-// soakCounterEnv makes this test binary the soak's counting MCP server:
-// the tools of journal_crash_test.go's (write, put with idempotentHint,
-// read with readOnlyHint), each call appended as "<tool> <arg> <key>" to
-// the file it names, then held for 0–400 ms (by the arg's hash) before it
-// answers: a fault in that time finds the call in flight, its effect done.
-const soakCounterEnv = "JETAGENT_TEST_SOAK_COUNTER"
-
-func init() {
-	if f := os.Getenv(soakCounterEnv); f != "" {
-		os.Exit(runSoakCounter(f))
-	}
-}
-
-func runSoakCounter(file string) int {
-	s := mcpserver.NewMCPServer("counter", "1.0.0", mcpserver.WithToolCapabilities(false))
-	schema := json.RawMessage(`{"type":"object","properties":{"arg":{"type":"string"}},"required":["arg"]}`)
-	handler := func(name string) mcpserver.ToolHandlerFunc {
-		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			arg := req.GetString("arg", "")
-			key := ""
-			if m := req.Params.Meta; m != nil {
-				key, _ = m.AdditionalFields[journal.MetaKey].(string)
-			}
-			f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprintf(f, "%s %s %s\n", name, arg, key)
-			_ = f.Sync()
-			_ = f.Close()
-			h := fnv.New32a()
-			_, _ = h.Write([]byte(name + " " + arg))
-			select {
-			case <-time.After(time.Duration(h.Sum32()%400) * time.Millisecond): // the call's own work
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			return mcp.NewToolResultText(name + " " + arg + " ok"), nil
-		}
-	}
-	write := mcp.NewToolWithRawSchema("write", "Write (a side effect).", schema)
-	put := mcp.NewToolWithRawSchema("put", "Put (idempotent).", schema)
-	put.Annotations.IdempotentHint = mcp.ToBoolPtr(true)
-	read := mcp.NewToolWithRawSchema("read", "Read.", schema)
-	read.Annotations.ReadOnlyHint = mcp.ToBoolPtr(true)
-	s.AddTool(write, handler("write"))
-	s.AddTool(put, handler("put"))
-	s.AddTool(read, handler("read"))
-	if err := mcpserver.ServeStdio(s); err != nil {
-		return 1
-	}
-	return 0
 }
 
 func soakJobID(i int) string { return fmt.Sprintf("soak-%04d", i) }
