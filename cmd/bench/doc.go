@@ -49,6 +49,19 @@
 //     job. Both catalog parts are skipped, with a line saying so, when
 //     --catalogs holds no *.json.
 //
+//   - round trips: one job in flight with the worker's connection over TCP,
+//     direct and through a proxy that delays each direction by --net-delay;
+//     the extra median cycle (one submission to the next) divided by the
+//     extra round trip is the job's sequential NATS round trips.
+//   - full queue: --full-queue jobs queued on a nats-server process (built
+//     from the module's dependency), then one worker of
+//     --full-queue-concurrency slots over TCP: slots holding a job (the
+//     consumer's ack pending) and jobs in the runner, sampled while jobs
+//     wait; CPU of this process and of nats-server per job.
+//   - worker sent/got: the workers' own connections' messages (Connz).
+//
+// --cpuprofile writes a CPU profile of the whole run.
+//
 // The pooled-vs-bare-vs-spawned MCP call and the tool-search scale are the
 // toolcache benchmarks (internal/toolcache/bench_test.go); --toolcache runs
 // them through `go test` and appends their output.
