@@ -59,6 +59,9 @@ func serveMetrics(s Settings, reg *prometheus.Registry, ready func() error, log 
 		}
 		_, _ = fmt.Fprintln(w, "ready")
 	})
+	if s.Pprof {
+		telemetry.RegisterPprof(mux)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
