@@ -45,8 +45,13 @@ type RunEnv interface {
 	// omits it); round 0 means "not in a round". Data too large for the
 	// server is stored in the transcript bucket and the event carries a
 	// preview with a reference to it (Client.EventData reads it back). Emit is safe for
-	// concurrent use and keeps events in call order. It publishes even
-	// after ctx is cancelled, so a cancelled job's last events are not lost.
+	// concurrent use and keeps events in call order. Publishing is
+	// asynchronous (eventpub.go): the worker awaits every event's ack
+	// before it stores the outcome, and while NATS is away events wait in
+	// a bounded backlog; Emit fails only when the attempt is fenced, the
+	// type is not subject-safe, or the backlog is full (an events.gap event
+	// then records the lost seqs). It publishes even after ctx is
+	// cancelled, so a cancelled job's last events are not lost.
 	Emit(ctx context.Context, typ string, round int, data any) error
 	// LoadCheckpoint returns the job's last saved checkpoint, or nil when
 	// there is none (a first attempt).
