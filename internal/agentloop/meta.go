@@ -56,11 +56,7 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 	opts := toolcache.SearchOptions{Limit: limit, Server: server}
 	var res toolcache.SearchResult
 	if s, ok := ts.(toolSearcher); ok {
-		for _, t := range r.catalog {
-			if e := r.byName[t.Name]; e != nil && e.kind != kindMCP {
-				opts.Extra = append(opts.Extra, t)
-			}
-		}
+		opts.Extra = r.own
 		res = s.SearchToolsContext(ctx, query, opts)
 	} else {
 		r.searchOnce.Do(func() { r.index = toolcache.NewSearchIndex(r.catalog) })

@@ -53,6 +53,8 @@ type registry struct {
 	// in order: MCP tools, client tools, resource bridge.
 	catalog []toolcache.Tool
 	byName  map[string]*entry
+	// own are the catalog's tools that are not the ToolSet's.
+	own []toolcache.Tool
 	// meta shadows byName for direct calls in search and code modes.
 	meta map[string]*entry
 	// code is the catalog's tools as code sees them (code mode only).
@@ -67,7 +69,7 @@ type registry struct {
 var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func newRegistry(c *catalog) *registry {
-	return &registry{catalog: c.tools, byName: c.byName}
+	return &registry{catalog: c.tools, byName: c.byName, own: c.own}
 }
 
 // metaEntries are search mode's meta tools, shared by every job.

@@ -241,7 +241,10 @@ func (k catalogKey) sameSelection(o catalogKey) bool {
 // entries (each compiles its validator once, on first use), the tools
 // array of each mode and its token count, built on first use.
 type catalog struct {
-	tools  []toolcache.Tool
+	tools []toolcache.Tool
+	// own are the tools that are not the ToolSet's (client tools, the
+	// resource bridge): a shared search index does not hold them.
+	own    []toolcache.Tool
 	byName map[string]*entry
 	// clashes are the tool.clash events of a client tool a server tool
 	// shadows: every job on the catalog emits them.
@@ -285,6 +288,9 @@ func (c *catalog) add(t toolcache.Tool, k toolKind) bool {
 	}
 	c.byName[t.Name] = &entry{tool: t, kind: k}
 	c.tools = append(c.tools, t)
+	if k != kindMCP {
+		c.own = append(c.own, t)
+	}
 	return true
 }
 

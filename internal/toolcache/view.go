@@ -125,8 +125,15 @@ func (v *View) CatalogKey() (version uint64, selection string) {
 // Tools lists the view's tools, sorted by name.
 func (v *View) Tools() []Tool { return v.Registry().List() }
 
-// Get returns one of the view's tools by name.
-func (v *View) Get(name string) (Tool, bool) { return v.Registry().Get(name) }
+// Get returns one of the view's tools by name: the pool's tool, when the
+// view keeps it (no copy of the view's catalog is built for a lookup).
+func (v *View) Get(name string) (Tool, bool) {
+	t, ok := v.p.registry.Get(name)
+	if !ok || !v.keeps(t) {
+		return Tool{}, false
+	}
+	return t, true
+}
 
 // Search ranks the view's tools for a query (see Registry.Search), on the
 // pool's shared index.
