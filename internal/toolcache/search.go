@@ -69,12 +69,6 @@ type searchParams struct {
 	// the right server surface even when they share few words with the
 	// request.
 	srvAdd float64
-	// srvW weighs the fields of a server's tools in its server document (0:
-	// not in it), srvB is the documents' length normalisation and srvK1
-	// their saturation (0: k1).
-	srvW  [numFields]float64
-	srvB  float64
-	srvK1 float64
 	// cjk indexes runs of Han, kana and Hangul as overlapping bigrams.
 	cjk bool
 	// join also indexes a word split at case or digit changes whole.
@@ -102,9 +96,6 @@ var defaultSearchParams = searchParams{
 	stem: true, syn: 0.8, typo: 0.5, srv: 0.5,
 	cjk: true, join: true,
 	qstop: true, prefix: 0.5, entity: 1, altCap: true,
-	//      name title desc pname pdesc server
-	srvW: [numFields]float64{1, 1, 1, 1, 0, 1},
-	srvB: 0.75,
 }
 
 type posting struct {
@@ -124,8 +115,8 @@ type SearchIndex struct {
 	// exact maps a lower-cased Name or Original to its tools.
 	exact map[string][]int32
 
-	// Server-level documents: every tool's name, title, description and
-	// parameter-name words and the server's name, per server.
+	// Server-level documents: every tool's name, title and description
+	// words and the server's name, per server.
 	srvOf   []int32 // tool -> server id
 	servers []string
 	srvPost [][]posting // by term id (empty when the term is in no server doc)
@@ -224,9 +215,8 @@ func buildSearchIndexWith(tools []Tool, p searchParams) *SearchIndex {
 	}
 	ix.post = make([][]posting, len(ix.vocab))
 	ix.srvPost = make([][]posting, len(ix.vocab))
-	// Server documents: counts of name, title, description, parameter-name
-	// and server words over the server's tools (weighted by srvW), with
-	// their length.
+	// Server documents: raw counts of name, title, description and server
+	// words over the server's tools, with their length.
 	srvTF := make([]map[int32]float32, len(ix.servers))
 	srvLen := make([]float64, len(ix.servers))
 	for i := range srvTF {
@@ -238,12 +228,12 @@ func buildSearchIndexWith(tools []Tool, p searchParams) *SearchIndex {
 		for _, o := range os {
 			norm := 1 - p.b[o.field] + p.b[o.field]*float64(lens[i][o.field])/avg[o.field]
 			tf[o.term] += float32(p.w[o.field] * float64(o.n) / norm)
-			if sw := float32(p.srvW[o.field]); sw > 0 {
+			if o.field == fName || o.field == fTitle || o.field == fDesc || o.field == fServer {
 				s := ix.srvOf[i]
 				if o.field == fServer {
-					srvTF[s][o.term] = max(srvTF[s][o.term], sw*o.n) // once per server, not per tool
+					srvTF[s][o.term] = max(srvTF[s][o.term], o.n) // once per server, not per tool
 				} else {
-					srvTF[s][o.term] += sw * o.n
+					srvTF[s][o.term] += o.n
 				}
 			}
 		}
@@ -263,7 +253,7 @@ func buildSearchIndexWith(tools []Tool, p searchParams) *SearchIndex {
 		srvAvg = srvTotal / float64(len(ix.servers))
 	}
 	for s, m := range srvTF {
-		norm := 1 - p.srvB + p.srvB*srvLen[s]/srvAvg
+		norm := 1 - 0.75 + 0.75*srvLen[s]/srvAvg
 		for id, c := range m {
 			ix.srvPost[id] = append(ix.srvPost[id], posting{int32(s), float32(float64(c) / norm)})
 		}
@@ -578,9 +568,6 @@ func (ix *SearchIndex) serverEvidence(qs []queryTerm, scores []float64, sc *scra
 		return
 	}
 	k1, ns := ix.p.k1, float64(len(ix.servers))
-	if ix.p.srvK1 > 0 {
-		k1 = ix.p.srvK1
-	}
 	srvScore, grp := sc.srv, sc.grp
 	for gi := 0; gi < len(qs); {
 		gj := gi + 1

@@ -108,7 +108,6 @@ var previousSynonyms = &synTable{groups: previousSynonymGroups}
 var previousSearchParams = func() searchParams {
 	p := defaultSearchParams
 	p.syns, p.qstop, p.prefix, p.entity, p.altCap = previousSynonyms, false, 0, 0, false
-	p.srvW[fParamName] = 0
 	return p
 }()
 
@@ -133,7 +132,6 @@ func searchVariants() []searchVariant {
 		{"default, no typo tolerance", with(d, func(p *searchParams) { p.typo = 0 })},
 		{"default, no server evidence", with(d, func(p *searchParams) { p.srv = 0 })},
 		{"default, server evidence added 0.3", with(d, func(p *searchParams) { p.srvAdd = 0.3 })},
-		{"default, server documents without parameter names", with(d, func(p *searchParams) { p.srvW[fParamName] = 0 })},
 		{"default, no server field", with(d, func(p *searchParams) { p.w[fServer] = 0 })},
 		{"default, no stemming (plurals folded)", with(d, func(p *searchParams) { p.stem = false })},
 	}
