@@ -65,6 +65,7 @@ func (e *runEnv) boundedPut(ctx context.Context, key string, value []byte) error
 	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
 		return fmt.Errorf("store %s: %w", key, err)
 	}
+	e.journaled.Store(true)
 	return nil
 }
 
@@ -183,6 +184,9 @@ func (e *runEnv) SaveCheckpoint(ctx context.Context, data []byte) error {
 // the next attempt its progress). What a crash leaves here is harmless: a
 // finished job never runs again, and the bucket's TTL removes it.
 func (w *Worker) forgetProgress(ctx context.Context, d delivery, checkpointObject bool) {
+	if d.attempt <= 1 && !d.env.journaled.Load() && !checkpointObject {
+		return // a first attempt that stored nothing: nothing to purge
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalOpBound)
 	defer cancel()
 	if err := w.purgeJournal(ctx, d.id); err != nil {

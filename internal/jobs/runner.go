@@ -94,6 +94,9 @@ type runEnv struct {
 	// checkpointObject: the job's checkpoint is (or may be) an object,
 	// to delete when the job ends (journal.go).
 	checkpointObject atomic.Bool
+	// journaled: the attempt stored a journal entry or checkpoint (its
+	// job's keys are purged when it ends).
+	journaled atomic.Bool
 
 	// pub holds the attempt's events until they are acknowledged
 	// (eventpub.go); gap* are events it had to refuse, not yet reported

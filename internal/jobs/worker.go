@@ -935,8 +935,9 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	}
 	d.ended(string(status))
 	// Only now that the state is final: were the state write to fail after
-	// the checkpoint and journal went, the next attempt would start over
-	// and repeat every call.
+	// the journal went, the next attempt would start over and repeat every
+	// call. Before the terminal event, so whoever sees it sees no progress
+	// left (a job that journaled nothing costs no round trip here).
 	w.forgetProgress(ctx, d, d.env.checkpointObject.Load())
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
 		d.log.Error("event publish failed", "err", err)
