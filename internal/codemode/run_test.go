@@ -357,7 +357,7 @@ func TestConcurrentRuns(t *testing.T) {
 					errs <- fmt.Errorf("run %d: Err = %w", i, out.Err)
 				}
 			case out.Err != nil:
-				errs <- fmt.Errorf("run %d: %v", i, out.Err)
+				errs <- fmt.Errorf("run %d: %w", i, out.Err)
 			case out.Text != fmt.Sprintf("run %d\n%d", i, 3*i+3):
 				errs <- fmt.Errorf("run %d: Text = %q", i, out.Text)
 			}

@@ -124,7 +124,7 @@ func (p *eventPub) reapLocked() {
 		case <-ev.fut.Ok():
 			p.pop()
 			continue
-		case <-ev.fut.Err():
+		case <-ev.fut.Err(): //nolint:errcheck // which error does not matter: the event is sent again
 			p.unsendFrom(0)
 		default:
 		}
@@ -216,7 +216,7 @@ func (p *eventPub) flush(ctx context.Context, stop func() bool) (int, error) {
 				p.pop()
 			}
 			p.mu.Unlock()
-		case <-fut.Err():
+		case <-fut.Err(): //nolint:errcheck // which error does not matter: the event is sent again
 			p.resend(head)
 		case <-retry.C:
 			if p.nc.IsConnected() {

@@ -219,10 +219,6 @@ func (e *runEnv) flush(ctx context.Context) (int, error) {
 	return n, err
 }
 
-func (w *Worker) publishEvent(ctx context.Context, ev Event) error {
-	return publishEvent(ctx, w.topo.JS, w.names, ev)
-}
-
 // publishEvent stamps and publishes ev, waiting for its ack. It detaches
 // from ctx's cancellation (not its values) so terminal events of cancelled
 // jobs go out.
