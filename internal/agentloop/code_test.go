@@ -3,15 +3,20 @@ package agentloop_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/codemode"
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/reflect"
+	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 func codeCall(code string) llm.ToolCall {
@@ -224,5 +229,60 @@ func TestCodeModeRefusesEscapes(t *testing.T) {
 				t.Errorf("answered %.300q, want it to mention %q", out, tc.want)
 			}
 		})
+	}
+}
+
+// From code, a client tool is answered by the submitter (with the call's
+// idempotency key in its context) and recorded as a code call; a tool the
+// job's view leaves out does not exist on `tools`.
+func TestCodeModeClientToolsAndPolicy(t *testing.T) {
+	t.Parallel()
+	fx := &effects{}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	p, err := toolcache.NewPool(ctx, toolcache.Config{},
+		toolcache.WithInProcessServer("fx", fx.server(), toolcache.ServerConfig{}),
+		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	view, err := p.View(t.Name(), nil, nil, []string{"write"}) // the job denies write
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = view.Close() })
+	script := `const who = await tools.ask_user({question: "name?"});
+let denied;
+try { await tools.write({arg: "x"}); } catch (e) { denied = e.message; }
+console.log(who, "|", denied);`
+	s := llmtest.NewServer(t, toolReply(codeCall(script)), textReply("ok"))
+	var keys []string
+	var mu sync.Mutex
+	res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{
+		JobID: "j", Task: "go", Tools: view, Mode: agentloop.ModeCode, Journal: newJournal(t, &dyingStore{}, nil),
+		ClientTools: []clienttools.Decl{{Name: "ask_user", Description: "Ask the user.", InputSchema: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}`)}},
+		ClientCaller: func(ctx context.Context, name string, args json.RawMessage) (string, error) {
+			mu.Lock()
+			keys = append(keys, journal.KeyFromContext(ctx))
+			mu.Unlock()
+			return "Ada", nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := toolMessages(res.Messages)[0].Content
+	if !strings.HasPrefix(out, "Ada |") || !strings.Contains(out, "tools.write is not a tool of this job") {
+		t.Errorf("script printed %q: want the submitter's answer and write refused", out)
+	}
+	if fx.count("write:x") != 0 {
+		t.Error("a denied tool ran from code")
+	}
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], "j/") {
+		t.Errorf("client tool idempotency keys %v", keys)
+	}
+	if len(res.Records) != 1 || res.Records[0].Kind != reflect.KindCode || res.Records[0].Name != "ask_user" {
+		t.Errorf("records %+v", res.Records)
 	}
 }

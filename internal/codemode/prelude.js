@@ -487,7 +487,17 @@
     defineProperty(tools, id, { value: f, writable: false, enumerable: true, configurable: false });
   }
   freeze(tools);
-  defineProperty(G, "tools", { value: tools, writable: false, enumerable: false, configurable: false });
+  // A name the job does not have says so, rather than goja's "Object has
+  // no member". Keys a runtime or JSON probes (then, toJSON, ...) and
+  // symbols stay undefined.
+  const probes = { then: 1, toJSON: 1, constructor: 1, valueOf: 1, toString: 1, inspect: 1 };
+  const toolsView = new Proxy(tools, {
+    get(t, k) {
+      if (typeof k !== "string" || k in t || k in probes) return t[k];
+      throw new TypeErrorC("tools." + k + " is not a tool of this job (its tools are listed in execute_code's description; search_tools finds them by what they do)");
+    },
+  });
+  defineProperty(G, "tools", { value: toolsView, writable: false, enumerable: false, configurable: false });
 
   function thrown(v) {
     if (typeof v === "object" && v !== null && v instanceof ErrorC) {
