@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/journal"
@@ -39,7 +40,33 @@ func (s journalStore) Put(ctx context.Context, key string, value []byte) error {
 	if strings.ContainsAny(key, " *>") || key == "" {
 		return fmt.Errorf("journal key %q is not a subject-safe token", key)
 	}
-	return s.e.boundedPut(ctx, journalKey(s.e.jobID, key), value)
+	e := s.e
+	if len(value) > e.w.payloadBudget() {
+		// A long tool output: the entry goes to the object store, its key
+		// holds a reference (as for a large checkpoint).
+		if err := e.refuse(); err != nil {
+			return err
+		}
+		name := JournalObjectName(e.jobID, key)
+		octx, cancel := context.WithTimeout(ctx, journalOpBound)
+		err := e.w.putObject(octx, name, value)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("store %s: %w", name, err)
+		}
+		e.noteJournalObject(name)
+		ref, _ := json.Marshal(checkpointRef{Object: name})
+		value = append([]byte{checkpointMark}, ref...)
+	}
+	return e.boundedPut(ctx, journalKey(e.jobID, key), value)
+}
+
+// noteJournalObject remembers an object of the job's journal, deleted
+// with the journal when the job ends.
+func (e *runEnv) noteJournalObject(name string) {
+	e.objMu.Lock()
+	e.journalObjects = append(e.journalObjects, name)
+	e.objMu.Unlock()
 }
 
 func (e *runEnv) Journal() journal.Store { return journalStore{e} }
@@ -58,6 +85,9 @@ func (e *runEnv) boundedPut(ctx context.Context, key string, value []byte) error
 			return backoff.Permanent(err)
 		}
 		_, err := kv.Put(ctx, key, value)
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return backoff.Permanent(err) // another try would not fit either
+		}
 		return err
 	}
 	b := backoff.NewExponentialBackOff()
@@ -95,7 +125,14 @@ func (e *runEnv) LoadJournal(ctx context.Context) (map[string][]byte, error) {
 			if ent == nil { // the initial values are all in
 				return out, nil
 			}
-			out[strings.TrimPrefix(ent.Key(), prefix)] = ent.Value()
+			v := ent.Value()
+			if ref, ok := isCheckpointRef(v); ok {
+				e.noteJournalObject(ref.Object)
+				if v, err = e.w.topo.Transcripts.GetBytes(ctx, ref.Object); err != nil {
+					return nil, fmt.Errorf("load journal of %s: %s: %w", e.jobID, ref.Object, err)
+				}
+			}
+			out[strings.TrimPrefix(ent.Key(), prefix)] = v
 		}
 	}
 }
@@ -184,13 +221,21 @@ func (e *runEnv) SaveCheckpoint(ctx context.Context, data []byte) error {
 // the next attempt its progress). What a crash leaves here is harmless: a
 // finished job never runs again, and the bucket's TTL removes it.
 func (w *Worker) forgetProgress(ctx context.Context, d delivery, checkpointObject bool) {
-	if d.attempt <= 1 && !d.env.journaled.Load() && !checkpointObject {
+	d.env.objMu.Lock()
+	objects := d.env.journalObjects
+	d.env.objMu.Unlock()
+	if d.attempt <= 1 && !d.env.journaled.Load() && !checkpointObject && len(objects) == 0 {
 		return // a first attempt that stored nothing: nothing to purge
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalOpBound)
 	defer cancel()
 	if err := w.purgeJournal(ctx, d.id); err != nil {
 		d.log.Warn("journal purge failed", "err", err)
+	}
+	for _, name := range objects {
+		if err := w.topo.Transcripts.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			d.log.Warn("journal object delete failed", "object", name, "err", err)
+		}
 	}
 	if !checkpointObject {
 		return

@@ -21,7 +21,8 @@ func TestJournalAndCheckpointCarryOverAndGo(t *testing.T) {
 	t.Parallel()
 	nc := natstest.Connect(t, startServer(t))
 	big := bytes.Repeat([]byte("x"), 2<<20) // over any max_payload
-	entries := map[string][]byte{"t1": []byte(`{"kind":"value"}`), "c1.0": []byte(`{"kind":"done"}`)}
+	// c1.1 is a long tool output: over max_payload, it goes to an object.
+	entries := map[string][]byte{"t1": []byte(`{"kind":"value"}`), "c1.0": []byte(`{"kind":"done"}`), "c1.1": append([]byte(`{"kind":"done","x":"`), append(bytes.Repeat([]byte("y"), 3<<20), '"', '}')...)}
 	type seen struct {
 		journal    map[string][]byte
 		checkpoint []byte
@@ -83,8 +84,10 @@ func TestJournalAndCheckpointCarryOverAndGo(t *testing.T) {
 		}
 		t.Errorf("journal key left: %s", e.Key())
 	}
-	if _, err := c.topo.Transcripts.GetInfo(ctx, CheckpointName("carry")); !errors.Is(err, jetstream.ErrObjectNotFound) {
-		t.Errorf("checkpoint object: %v", err)
+	for _, name := range []string{CheckpointName("carry"), JournalObjectName("carry", "c1.1")} {
+		if _, err := c.topo.Transcripts.GetInfo(ctx, name); !errors.Is(err, jetstream.ErrObjectNotFound) {
+			t.Errorf("object %s after the job: %v", name, err)
+		}
 	}
 }
 

@@ -124,5 +124,9 @@ func TranscriptName(jobID string) string { return jobID }
 // RawTranscriptName is the object name of a job's raw transcript.
 func RawTranscriptName(jobID string) string { return jobID + ".raw" }
 
+// JournalObjectName is the object that holds a journal entry too large
+// for a KV value (a tool's long output), referenced from the entry's key.
+func JournalObjectName(jobID, entry string) string { return jobID + ".journal." + entry }
+
 // CheckpointName is the object name of a job's last checkpoint.
 func CheckpointName(jobID string) string { return jobID + ".checkpoint" }

@@ -97,6 +97,10 @@ type runEnv struct {
 	// journaled: the attempt stored a journal entry or checkpoint (its
 	// job's keys are purged when it ends).
 	journaled atomic.Bool
+	// journalObjects are the objects holding journal entries too large
+	// for KV values, deleted with the journal.
+	objMu          sync.Mutex
+	journalObjects []string
 
 	// pub holds the attempt's events until they are acknowledged
 	// (eventpub.go); gap* are events it had to refuse, not yet reported
