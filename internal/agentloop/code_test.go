@@ -40,6 +40,7 @@ console.log(a, rs.length);
 try { await tools.write({}); } catch (e) { console.log("refused:", e.message.includes("arg")); }
 return "ok";`
 	s := llmtest.NewServer(t,
+		toolReply(call(agentloop.ToolSearchTools, `{"query":"write something"}`)),
 		toolReply(call(agentloop.ToolGetToolDetails, `{"name":"write"}`)),
 		toolReply(codeCall(script)),
 		textReply("done"),
@@ -50,7 +51,7 @@ return "ok";`
 		t.Fatal(err)
 	}
 	reqs := s.Requests()
-	if len(reqs) != 3 {
+	if len(reqs) != 4 {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	var names []string
@@ -69,10 +70,13 @@ return "ok";`
 		}
 	}
 	msgs := toolMessages(res.Messages)
-	if len(msgs) != 2 || !strings.Contains(msgs[0].Content, "write(") {
-		t.Fatalf("get_tool_details answered %q, want a TypeScript signature", msgs[0].Content)
+	if len(msgs) != 3 || !strings.Contains(msgs[0].Content, `"call":"await tools.write(`) {
+		t.Fatalf("search_tools answered %q, want the call as code writes it", msgs[0].Content)
 	}
-	out := msgs[1].Content
+	if !strings.Contains(msgs[1].Content, "write(") {
+		t.Fatalf("get_tool_details answered %q, want a TypeScript signature", msgs[1].Content)
+	}
+	out := msgs[2].Content
 	for _, want := range []string{"read x done 2", "refused: true", "ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("execute_code output %q lacks %q", out, want)
@@ -100,7 +104,7 @@ return "ok";`
 			real = append(real, c.Function.Name+c.Function.Arguments)
 		}
 	}
-	want := []string{`get_tool_details{"name":"write"}`, `read{"arg":"x"}`, `write{"arg":"p"}`, `write{"arg":"q"}`}
+	want := []string{`search_tools{"query":"write something"}`, `get_tool_details{"name":"write"}`, `read{"arg":"x"}`, `write{"arg":"p"}`, `write{"arg":"q"}`}
 	if strings.Join(real, " ") != strings.Join(want, " ") {
 		t.Errorf("reflected calls %v, want %v", real, want)
 	}

@@ -67,7 +67,7 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 		if e, ok := r.byName[h.Tool.Name]; ok {
 			a.hits = append(a.hits, searchHit{
 				Name: e.tool.Name, Server: e.tool.Server,
-				Description: OneLine(e.tool.Description), Call: signature(e.tool),
+				Description: OneLine(e.tool.Description), Call: r.callForm(e.tool),
 			})
 		}
 	}
@@ -304,4 +304,16 @@ func mustJSON(v any) string {
 		return fmt.Sprintf("Error: encoding result: %v", err)
 	}
 	return string(b)
+}
+
+// callForm is how a search hit is called: its signature, and in code mode
+// the expression the code writes (the identifier may differ from the name).
+func (r *registry) callForm(t toolcache.Tool) string {
+	sig := signature(t)
+	if r.code != nil {
+		if id, ok := r.code.Ident(t.Name); ok {
+			return "await tools." + id + strings.TrimPrefix(sig, t.Name)
+		}
+	}
+	return sig
 }
