@@ -388,11 +388,13 @@ func TestSemanticComputeBounded(t *testing.T) {
 		t.Errorf("embedded %d (%d texts in %d calls), stored %d; want 300 texts in 3 batches, all stored",
 			st.embedded, emb.texts.Load(), emb.calls.Load(), store.Len())
 	}
-	if m := emb.most.Load(); m < 2 || m > 3 {
-		t.Errorf("%d embedding calls at once, want 2-3", m)
+	// The bound is what matters (how many overlap on a busy machine is
+	// the scheduler's business).
+	if m := emb.most.Load(); m < 1 || m > 3 {
+		t.Errorf("%d embedding calls at once, want at most 3", m)
 	}
-	if m := store.most.Load(); m < 2 || m > 3 {
-		t.Errorf("%d store reads at once, want 2-3", m)
+	if m := store.most.Load(); m < 1 || m > 3 {
+		t.Errorf("%d store reads at once, want at most 3", m)
 	}
 	if res := sem.Search(t.Context(), "an artwork", SearchOptions{Limit: 1}); len(res.Hits) != 1 || res.SemanticErr != nil {
 		t.Errorf("search: %v, %v", names(res), res.SemanticErr)
