@@ -34,16 +34,7 @@ func New(cfg Config) (*Client, error) {
 	// context.DeadlineExceeded, so a hung attempt would never be retried and
 	// would look like the caller's own deadline. attempts.observe applies
 	// Config.Timeout inside the loop instead (see there).
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithHTTPClient(cfg.HTTPClient),
-		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithMaxRetryDelay(cfg.MaxRetryDelay),
-	}
-	for k, v := range cfg.Headers {
-		opts = append(opts, option.WithHeader(k, v))
-	}
+	opts := cfg.requestOptions()
 	chat := openai.NewChatCompletionService(opts...)
 	return &Client{cfg: cfg, chat: chat}, nil
 }
@@ -192,4 +183,21 @@ func sdkBackoff(retryCount int, maxDelay time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, maxDelay)
+}
+
+// requestOptions are the openai-go options of every service built from
+// cfg (chat completions, embeddings): endpoint, key, HTTP client, the
+// client's own retries and the configured headers.
+func (cfg Config) requestOptions() []option.RequestOption {
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithMaxRetries(cfg.MaxRetries),
+		option.WithMaxRetryDelay(cfg.MaxRetryDelay),
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	return opts
 }

@@ -33,17 +33,7 @@ func NewEmbedder(cfg Config, model string) (*Embedder, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithAPIKey(cfg.APIKey),
-		option.WithHTTPClient(cfg.HTTPClient),
-		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithMaxRetryDelay(cfg.MaxRetryDelay),
-	}
-	for k, v := range cfg.Headers {
-		opts = append(opts, option.WithHeader(k, v))
-	}
-	return &Embedder{cfg: cfg, svc: openai.NewEmbeddingService(opts...)}, nil
+	return &Embedder{cfg: cfg, svc: openai.NewEmbeddingService(cfg.requestOptions()...)}, nil
 }
 
 // Model is the embedding model.
