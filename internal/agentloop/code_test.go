@@ -3,11 +3,12 @@ package agentloop_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/clienttools"
@@ -16,7 +17,6 @@ import (
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/reflect"
-	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 func codeCall(code string) llm.ToolCall {
@@ -242,20 +242,7 @@ func TestCodeModeRefusesEscapes(t *testing.T) {
 func TestCodeModeClientToolsAndPolicy(t *testing.T) {
 	t.Parallel()
 	fx := &effects{}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	p, err := toolcache.NewPool(ctx, toolcache.Config{},
-		toolcache.WithInProcessServer("fx", fx.server(), toolcache.ServerConfig{}),
-		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	view, err := p.View(t.Name(), nil, nil, []string{"write"}) // the job denies write
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = view.Close() })
+	view := inProcessView(t, []string{"write"}, map[string]*server.MCPServer{"fx": fx.server()}) // the job denies write
 	script := `const who = await tools.ask_user({question: "name?"});
 let denied;
 try { await tools.write({arg: "x"}); } catch (e) { denied = e.message; }

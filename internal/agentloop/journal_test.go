@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -100,21 +98,7 @@ func (e *effects) count(key string) int {
 
 func effectsView(t *testing.T, e *effects) *toolcache.View {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	p, err := toolcache.NewPool(ctx, toolcache.Config{},
-		toolcache.WithInProcessServer("fx", e.server(), toolcache.ServerConfig{}),
-		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	v, err := p.View(t.Name(), nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = v.Close() })
-	return v
+	return inProcessView(t, nil, map[string]*server.MCPServer{"fx": e.server()})
 }
 
 func newJournal(t *testing.T, s journal.Store, prior map[string][]byte) *journal.Journal {

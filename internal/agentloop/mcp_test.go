@@ -94,11 +94,21 @@ func newTestMCPServer(ts *testServer, withResources bool) *server.MCPServer {
 // in-process transport) and returns a job's view of it, as the worker does.
 func newToolSet(t *testing.T, ts *testServer, withResources bool) *toolcache.View {
 	t.Helper()
+	return inProcessView(t, nil, map[string]*server.MCPServer{"test": newTestMCPServer(ts, withResources)})
+}
+
+// inProcessView serves servers (name → mcp-go server) through a real
+// toolcache pool over the in-process transport and returns a job's view
+// of it that denies the tools deny names, as the worker does.
+func inProcessView(t *testing.T, deny []string, servers map[string]*server.MCPServer) *toolcache.View {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	p, err := toolcache.NewPool(ctx, toolcache.Config{},
-		toolcache.WithInProcessServer("test", newTestMCPServer(ts, withResources), toolcache.ServerConfig{}),
-		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
+	opts := []toolcache.Option{toolcache.WithLogger(slog.New(slog.DiscardHandler))}
+	for name, s := range servers {
+		opts = append(opts, toolcache.WithInProcessServer(name, s, toolcache.ServerConfig{}))
+	}
+	p, err := toolcache.NewPool(ctx, toolcache.Config{}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +117,7 @@ func newToolSet(t *testing.T, ts *testServer, withResources bool) *toolcache.Vie
 			t.Errorf("pool close: %v", err)
 		}
 	})
-	v, err := p.View(t.Name(), nil, nil, nil)
+	v, err := p.View(t.Name(), nil, nil, deny)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -51,22 +49,7 @@ func opsView(t *testing.T) *toolcache.View {
 			b, _ := json.Marshal(out)
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: out}, nil
 		})
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	p, err := toolcache.NewPool(ctx, toolcache.Config{},
-		toolcache.WithInProcessServer("logs", logs, toolcache.ServerConfig{}),
-		toolcache.WithInProcessServer("tickets", tickets, toolcache.ServerConfig{}),
-		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	v, err := p.View(t.Name(), nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = v.Close() })
-	return v
+	return inProcessView(t, nil, map[string]*server.MCPServer{"logs": logs, "tickets": tickets})
 }
 
 // TestScenarioTokens measures the prompt tokens (o200k_base, of each
