@@ -1,29 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/schemas"
 )
 
 // Events a test saw, checked against schemas/event.schema.json (issue 9
-// point 10: every event of the fault tests matches its schema). The schema
-// is compiled here from the embedded files with jsonschema itself, not
-// through jobs.Validator, so a fault of the worker's own validator cannot
-// hide a bad event.
+// point 10: every event of the fault tests matches its schema).
 
 // storedEvent is one event as the events stream holds it.
 type storedEvent struct {
@@ -37,31 +31,9 @@ func (e storedEvent) String() string {
 	return fmt.Sprintf("#%d %s@%d.%d/r%d/%s", e.StreamSeq, e.Type, e.Attempt, e.Seq, e.Round, e.Worker)
 }
 
-// eventSchema is schemas/event.schema.json compiled once, with the schemas
-// it refers to (result.schema.json), formats asserted.
-var eventSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	files, err := fs.Glob(schemas.FS, "*.schema.json")
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range files {
-		b, err := fs.ReadFile(schemas.FS, f)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		if err := c.AddResource(schemas.Base+f, doc); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-	}
-	return c.Compile(schemas.Base + schemas.Event)
-})
+// eventValidator holds the embedded schemas compiled once (formats
+// asserted), the same jobs.Validator the door uses for jobs.
+var eventValidator = sync.OnceValues(func() (*jobs.Validator, error) { return jobs.NewValidator(0) })
 
 // readJobEvents returns every stored event of job id, in stream order.
 func readJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) []storedEvent {
@@ -112,17 +84,12 @@ func readJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) 
 // type (agent.events.<job_id>.<type>).
 func checkEventSchemas(t *testing.T, evs []storedEvent) {
 	t.Helper()
-	sch, err := eventSchema()
+	v, err := eventValidator()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range evs {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(e.Raw))
-		if err != nil {
-			t.Errorf("event %s is not JSON: %v", e, err)
-			continue
-		}
-		if err := sch.Validate(doc); err != nil {
+		if err := v.Validate(schemas.Event, e.Raw); err != nil {
 			t.Errorf("event %s does not match %s: %v\n%s", e, schemas.Event, err, e.Raw)
 		}
 		if want := (jobs.Names{}).EventSubject(e.JobID, e.Type); e.Subject != want {
