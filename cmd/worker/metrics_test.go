@@ -184,12 +184,14 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	_ = dlq.Unsubscribe()
 
-	// A dead letter is counted after its copy is published: wait for the
-	// counter.
+	// A dead letter is counted after its copy is published and its state
+	// written (which is what Wait sees): wait for both counters.
 	var fams map[string]*dto.MetricFamily
-	waitFor(t, "the not_json dead letter in /metrics", func() bool {
+	waitFor(t, "both dead letters in /metrics", func() bool {
 		fams = scrape(t, base)
-		return value(fams, "jetagent_dead_letters_total", "reason=not_json") == 1
+		return value(fams, "jetagent_dead_letters_total", "reason=not_json") == 1 &&
+			value(fams, "jetagent_dead_letters_total", "reason=unknown_server") == 1 &&
+			value(fams, "jetagent_jobs_finished_total", "queue=default", "status=dead") == 2
 	})
 	for _, c := range []struct {
 		name   string

@@ -499,11 +499,13 @@ func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 	if err := d.msg.TermWithReason(reason); err != nil {
 		d.log.Warn("term failed", "err", err)
 	}
+	// Counted before the state is written, so whoever sees the job dead
+	// also sees it in the metrics.
+	w.cfg.Metrics.rejected(d.queue, cause)
 	if markState {
 		res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
 		w.markDead(ctx, d.env, d.queue, d.seq, res)
 	}
-	w.cfg.Metrics.rejected(d.queue, cause)
 }
 
 // markDead records a dead job's state and terminal event, unless its state
