@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "tools":
 		err = tools(args[1:], stdout)
 	case "search-eval":
-		err = searchEval(args[1:], stdout)
+		err = searchEval(args[1:], stdout, stderr)
 	case "":
 		err = serveFromEnv(stderr)
 	default:
@@ -357,9 +357,10 @@ func fitMaxJobBytes(s *Settings, nc *nats.Conn, log *slog.Logger) error {
 // tokens prints the tool-definition tokens of captured catalog files.
 func tokens(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("tokens: %w (usage: worker tokens [-markdown] CATALOG.json...)", err)
 	}
 	if fs.NArg() == 0 {
 		return errors.New("tokens: name at least one catalog file")
@@ -387,9 +388,10 @@ func tokens(args []string, stdout io.Writer) error {
 // tools prints the same for the live servers of JETAGENT_MCP_CONFIG.
 func tools(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("tools: %w (usage: worker tools [-markdown])", err)
 	}
 	s, err := loadToolSettings()
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 // measures the hybrid ranking (BM25F fused with the similarity of
 // embeddings from M at OPENAI_BASE_URL's /embeddings, key OPENAI_API_KEY):
 // tool vectors are computed first, each query embedded once.
-func searchEval(args []string, stdout io.Writer) error {
+func searchEval(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("search-eval", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -85,6 +85,17 @@ func searchEval(args []string, stdout io.Writer) error {
 		lists = append(lists, tools)
 	}
 	reg := toolcache.NewRegistry(lists...)
+	if missing := toolcache.MissingGold(items, reg.List()); len(missing) > 0 {
+		// Still scored (as misses), but said: a catalog left out or a
+		// misspelt name would otherwise pass for a poor ranking.
+		shown := missing[:min(len(missing), 10)]
+		more := ""
+		if len(missing) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(missing)-len(shown))
+		}
+		fmt.Fprintf(stderr, "search-eval: warning: %d gold tools are in no catalog given: %s%s\n",
+			len(missing), strings.Join(shown, ", "), more)
+	}
 	start := time.Now()
 	ix := reg.Index() // built once, as the pool builds it per catalog version
 	search := toolcache.EvalSearch(reg)

@@ -93,6 +93,14 @@ func TestSearchEval(t *testing.T) {
 	if code := run([]string{"search-eval", queries}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "at least one catalog") {
 		t.Errorf("no catalog: exit %d, %s", code, errb.String())
 	}
+	// A catalog left out: still scored, with a warning naming the gold
+	// tools no catalog has.
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"search-eval", "--json", queries, files}, &out, &errb); code != 0 ||
+		!strings.Contains(errb.String(), "1 gold tools are in no catalog given: weather/get_forecast") || !json.Valid(out.Bytes()) {
+		t.Errorf("catalog left out: exit %d, stdout %s, stderr %s", code, out.String(), errb.String())
+	}
 }
 
 // --embed-model measures the hybrid ranking against the endpoint of

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,30 @@ type EvalTool struct {
 
 func (g EvalTool) matches(t Tool) bool {
 	return (t.Original == g.Tool || t.Name == g.Tool) && (len(g.Servers) == 0 || slices.Contains(g.Servers, t.Server))
+}
+
+// MissingGold lists the gold tools of items that no tool of tools
+// matches ("server/tool", or "tool" when any server would do), each once:
+// a catalog left out or a misspelt name makes recall look worse than it is.
+func MissingGold(items []EvalItem, tools []Tool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, it := range items {
+		for _, g := range it.Gold {
+			key := g.Tool
+			if len(g.Servers) > 0 {
+				key = strings.Join(g.Servers, "|") + "/" + g.Tool
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if !slices.ContainsFunc(tools, g.matches) {
+				out = append(out, key)
+			}
+		}
+	}
+	return out
 }
 
 // ParseEvalItem reads one line: "query", "gold_tools" (names), optional

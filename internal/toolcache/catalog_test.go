@@ -1,0 +1,51 @@
+package toolcache
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestParseCatalog reads every form a captured catalog comes in, and
+// refuses a file that holds no tools array with a clear error.
+func TestParseCatalog(t *testing.T) {
+	t.Parallel()
+	const tool = `{"name": "read_file", "description": "Read a file.", "inputSchema": {"type": "object"}}`
+	tests := []struct {
+		name, data, server string
+		tools              []string // Server/Name of each tool
+		wantErr            string
+	}{
+		{"captured", `{"server": "fs", "tools": [` + tool + `]}`, "fs", []string{"fs/read_file"}, ""},
+		{"aggregated", `{"server": "all", "tool_server": ["a", "b"], "tools": [` + tool + `, ` + tool + `]}`, "all", []string{"a/read_file", "b/read_file"}, ""},
+		{"tools/list result", `{"tools": [` + tool + `]}`, "", []string{"/read_file"}, ""},
+		{"JSON-RPC response", `{"jsonrpc": "2.0", "id": 1, "result": {"tools": [` + tool + `]}}`, "", []string{"/read_file"}, ""},
+		{"array", "\n [" + tool + `]`, "", []string{"/read_file"}, ""},
+		{"empty tools", `{"server": "fs", "tools": []}`, "fs", nil, ""},
+		{"no tools", `{"server": "fs"}`, "", nil, `no "tools" array`},
+		{"not JSON", `{oops`, "", nil, "invalid character"},
+		{"tool_server mismatch", `{"tool_server": ["a"], "tools": []}`, "", nil, "tool_server has 1 entries for 0 tools"},
+		{"tool without a name", `{"tools": [{"description": "x"}]}`, "", nil, "tools[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			server, tools, err := ParseCatalog([]byte(tt.data))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tl := range tools {
+				got = append(got, tl.Server+"/"+tl.Name)
+			}
+			if server != tt.server || strings.Join(got, ",") != strings.Join(tt.tools, ",") {
+				t.Errorf("got %q %v, want %q %v", server, got, tt.server, tt.tools)
+			}
+		})
+	}
+}
