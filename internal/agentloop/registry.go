@@ -146,6 +146,11 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	// No loader: the library's default reads file: URLs, so a schema's
+	// "$ref": "file:///..." (from an MCP server or a job's client tool)
+	// would make the worker read its own files, or block on a FIFO.
+	// References within the schema still resolve.
+	c.UseLoader(jsonschema.SchemeURLLoader{})
 	url := "mem:///tools/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("schema of %q: %w", name, err)

@@ -99,7 +99,12 @@ func compileSchema(schema json.RawMessage) error {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	const url = "client-tool.json"
+	// No loader, and a URL that is not a file path: the library's default
+	// reads file: URLs (and resolves relative ones against the working
+	// directory), so a declared "$ref": "/etc/..." would make the worker
+	// read its own files, or block on a FIFO.
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	const url = "mem:///client-tool.json"
 	if err := c.AddResource(url, doc); err != nil {
 		return err
 	}

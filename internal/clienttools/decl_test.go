@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -13,6 +15,14 @@ import (
 func TestValidateDecls(t *testing.T) {
 	t.Parallel()
 	obj := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	// A FIFO nobody writes to: reading it would block the worker forever.
+	fifo := filepath.Join(t.TempDir(), "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(to string) []Decl {
+		return []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"p":{"$ref":"` + to + `"}}}`)}}
+	}
 	many := make([]Decl, 65)
 	for i := range many {
 		many[i] = Decl{Name: fmt.Sprint("t", i), InputSchema: obj}
@@ -32,6 +42,12 @@ func TestValidateDecls(t *testing.T) {
 		{"schema not an object", []Decl{{Name: "a", InputSchema: json.RawMessage(`[]`)}}, DeclLimits{}, "not a JSON object"},
 		{"schema missing", []Decl{{Name: "a"}}, DeclLimits{}, "not a JSON object"},
 		{"schema invalid", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"nope"}`)}}, DeclLimits{}, "input_schema"},
+		{"local $ref", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","$defs":{"s":{"type":"string"}},"properties":{"p":{"$ref":"#/$defs/s"}}}`)}}, DeclLimits{}, ""},
+		// The worker's own files are never read for a job's schema.
+		{"$ref to a file URL", ref("file:///etc/hostname"), DeclLimits{}, "input_schema"},
+		{"$ref to a path", ref("/etc/hostname"), DeclLimits{}, "input_schema"},
+		{"$ref to a FIFO", ref("file://" + fifo), DeclLimits{}, "input_schema"},
+		{"$ref to http", ref("https://example.com/s.json"), DeclLimits{}, "input_schema"},
 		{"too many", many, DeclLimits{}, "at most 64"},
 		{"one too big", []Decl{{Name: "a", Description: strings.Repeat("d", 200), InputSchema: obj}}, DeclLimits{MaxDeclBytes: 100}, "at most 100"},
 		{"all too big", []Decl{{Name: "a", InputSchema: obj}, {Name: "b", InputSchema: obj}}, DeclLimits{MaxBytes: 150}, "at most 150"},
