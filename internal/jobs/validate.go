@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -84,7 +86,13 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 		}
 		return nil, fmt.Errorf("%w: %s", ErrNotJSON, what)
 	}
+	if err := checkEncoding(data); err != nil {
+		return nil, err
+	}
 	if err := v.Validate(schemas.Job, data); err != nil {
+		return nil, err
+	}
+	if err := checkDuplicateNames(data); err != nil {
 		return nil, err
 	}
 	var j Job
@@ -105,10 +113,84 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 		}
 		j.MaxRounds = int(f)
 	}
+	if strings.TrimSpace(j.Task) == "" {
+		// minLength lets "   " through, and the loop would then fail the job
+		// ("task is empty") after it was taken: refused here, it is
+		// dead-lettered with the reason (and submit refuses it first).
+		return nil, fmt.Errorf("%w: at '/task': only white space", ErrSchema)
+	}
 	if err := checkHistory(j.History); err != nil {
 		return nil, err
 	}
 	return &j, nil
+}
+
+// checkEncoding refuses what encoding/json and the schema library accept
+// but change: bytes that are not UTF-8 each become U+FFFD, so the task run
+// would not be the task sent (RFC 8259 asks for UTF-8). A byte order mark
+// is named, rather than reported as a stray character 'ï'.
+func checkEncoding(data []byte) error {
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return fmt.Errorf("%w: it starts with a UTF-8 byte order mark (send the JSON without it)", ErrNotJSON)
+	}
+	if !utf8.Valid(data) {
+		n := 0
+		for n < len(data) {
+			r, size := utf8.DecodeRune(data[n:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			n += size
+		}
+		return fmt.Errorf("%w: not valid UTF-8 (at byte %d)", ErrNotJSON, n)
+	}
+	return nil
+}
+
+// checkDuplicateNames refuses a member name given twice in one object,
+// anywhere in the job. encoding/json and the schema library keep the last,
+// while a gateway or policy check in another language may have read the
+// first: the job run would not be the job checked (I-JSON, RFC 7493,
+// forbids duplicates). data is valid JSON (the schema check read it), so
+// its nesting is bounded by encoding/json's depth limit.
+func checkDuplicateNames(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var value func(path string) error
+	value = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // not expected after the schema check; it reports syntax
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				tok, err := dec.Token()
+				if err != nil {
+					return nil
+				}
+				name, _ := tok.(string)
+				if seen[name] {
+					return fmt.Errorf("%w: member %q appears twice at '%s'", ErrNotJSON, name, path)
+				}
+				seen[name] = true
+				if err := value(path + "/" + name); err != nil {
+					return err
+				}
+			}
+			_, _ = dec.Token() // '}'
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if err := value(path + "/" + strconv.Itoa(i)); err != nil {
+					return err
+				}
+			}
+			_, _ = dec.Token() // ']'
+		}
+		return nil
+	}
+	return value("")
 }
 
 // checkHistory closes what the schema cannot see: encoding/json matches
