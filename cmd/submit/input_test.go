@@ -157,13 +157,14 @@ func TestTranscriptMissing(t *testing.T) {
 }
 
 // TestResubmitFinishedID: an id whose job has ended is not run again; the
-// submitter is told so, and how to run the task again.
+// submitter is told so, and how to run the task again. (The same task:
+// the id with another task is refused, TestSubmitIDCollisions.)
 func TestResubmitFinishedID(t *testing.T) {
 	startWorker(t)
 	if res := submitCmd(t, "", "--id", "rerun", "fail:once"); res.code != 1 {
 		t.Fatalf("%+v", res)
 	}
-	for _, args := range [][]string{{"--id", "rerun", "echo:x"}, {"--detach", "--id", "rerun", "echo:x"}} {
+	for _, args := range [][]string{{"--id", "rerun", "fail:once"}, {"--detach", "--id", "rerun", "fail:once"}} {
 		res := submitCmd(t, "", args...)
 		if !strings.Contains(res.stderr, "job rerun already ended (failed); not queued again: another --id runs it again") {
 			t.Errorf("%v: %+v", args, res)

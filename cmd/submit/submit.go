@@ -59,8 +59,75 @@ func (c *cli) submitCommand() *command {
 		run: func(pos []string) (int, error) {
 			f.set = map[string]bool{}
 			fs.Visit(func(fl *pflag.Flag) { f.set[fl.Name] = true })
+			if fs.ArgsLenAtDash() != 0 { // words after "--" are a task, whatever they look like
+				if err := notACommand(pos); err != nil {
+					return 0, err
+				}
+			}
 			return c.submit(f, pos)
 		}}
+}
+
+// commandLike maps words a user may type for a command that does not
+// exist (or a command misspelt by a letter) to the command meant.
+var commandLike = map[string]string{
+	"wait": "watch --wait", "events": "watch", "follow": "watch", "tail": "watch", "logs": "watch",
+	"get": "status", "show": "status", "info": "status", "state": "status", "result": "status",
+	"stop": "cancel", "kill": "cancel", "abort": "cancel",
+}
+
+// notACommand refuses "submit wait ID", "submit stauts ID" and the like:
+// an unknown first word is the start of a task, so without this such a
+// line is queued as the task "wait ID" and sent to a model (a paid call,
+// and no word that the command was wrong). Only a command-like word
+// followed by a single word that could be a job id is refused; any task
+// can still be given quoted or after "--".
+func notACommand(pos []string) error {
+	if len(pos) != 2 || !jobs.ValidID(pos[1]) {
+		return nil
+	}
+	word := strings.ToLower(pos[0])
+	meant, ok := commandLike[word]
+	if !ok {
+		for _, name := range []string{"status", "watch", "transcript", "cancel"} {
+			if d := editDistance(word, name); d > 0 && d <= max(1, len(name)/5) {
+				meant, ok = name, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return nil
+	}
+	return usagef("%q is not a command: did you mean submit %s %s? (to submit the task %q, quote it or give it after --)",
+		pos[0], meant, pos[1], strings.Join(pos, " "))
+}
+
+// editDistance is the optimal-string-alignment distance of a and b
+// (bytes): insertions, deletions, substitutions and swaps of neighbours
+// count one each, so "stauts" is one from "status".
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // apply sets the job fields given as flags. In batch mode flags are
@@ -161,6 +228,11 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 	if base.Task == "" {
 		return 0, usagef("no task: give it as an argument, on stdin, or in --job")
 	}
+	if f.set["id"] && base.ID == "" {
+		// --id "$ID" with $ID unset: a fresh ULID would queue the job again
+		// on every retry of the script, which is what --id is there to stop.
+		return 0, usagef("--id is empty: give a job id, or leave --id out for a new one")
+	}
 	if base.ID == "" {
 		base.ID = ulid.Make().String()
 	}
@@ -181,6 +253,14 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 	rc, err := cl.Submit(c.ctx, base)
 	if err != nil {
 		return 0, err
+	}
+	// The same id again is how a submission is made idempotent, and then
+	// following the earlier job is right. With another task it is a
+	// collision: following would print the other job's answer as this
+	// task's (exit 0), and --detach would report it queued.
+	if rc.Duplicate && rc.State.OtherTask(base.Task) {
+		return exitFailed, fmt.Errorf("job id %s is taken by another job (%s, task %q): this task was not queued; give it its own --id",
+			rc.ID, rc.State.Status, oneLine(rc.State.Task, 80))
 	}
 	if !rc.State.Status.Terminal() {
 		c.warnUnserved(cl, rc.Queue)

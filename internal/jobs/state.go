@@ -200,3 +200,11 @@ func summary(task string) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// OtherTask reports whether the state was recorded for a task other than
+// task (as far as its summary shows): a submission that reuses the id of
+// another job. A state without a task (a job refused at the door) says
+// nothing either way.
+func (s *State) OtherTask(task string) bool {
+	return s != nil && s.Task != "" && s.Task != summary(task)
+}
