@@ -215,6 +215,10 @@ func TestCodeModeRefusesEscapes(t *testing.T) {
 		{"huge output", `for (let i = 0; i < 100000; i++) console.log("x".repeat(100))`, "truncated"},
 		{"deep recursion", `const f = n => f(n + 1) + 1; return f(0)`, "stack"},
 		{"huge allocation", `let a = []; for (;;) a.push(new Array(1e6).fill(1))`, ""},
+		{"global object", `return this.constructor.constructor("return process")()`, "Function constructor is not available"},
+		{"unawaited call flood", `for (;;) tools.read({arg: "x"})`, "limit of 200 tool calls"},
+		{"never settles", `await new Promise(() => {})`, "never settles"},
+		{"arguments not an object", `await tools.read({toJSON: () => "x"})`, "serialised to a string"},
 	} {
 		// One at a time: codemode's memory watchdog reads the process's
 		// heap, so a neighbour's allocation could stop the loop case first.

@@ -31,7 +31,8 @@
 // The code is the body of an async arrow function, so top-level await
 // works; its return value, or the value of its last expression statement,
 // is the final value. tools.x(args) is an async function: it serialises
-// args (an object) to JSON and calls Host.Call synchronously before
+// args (an object; one that a toJSON method turns into anything else is
+// refused with a TypeError) to JSON and calls Host.Call synchronously before
 // returning its promise, so the calls of one execution run one at a time
 // in the order the code makes them, Promise.all included. Parallel calls
 // would save time; a fixed order is what lets a replay match calls by
@@ -105,7 +106,8 @@
 //
 // What remains: a native built-in that runs long without allocating,
 // chiefly a regular expression with catastrophic backtracking (goja's
-// regexp2 engine exposes no timeout), ignores the interrupt. Run then
+// regexp2 engine has only a process-wide timeout, shared with the
+// tokenizer's use of regexp2), ignores the interrupt. Run then
 // waits a grace period (2 s), closes the Host off and returns with the
 // limit's error; the abandoned runtime keeps a CPU until the built-in
 // returns, and then stops at its next instruction. Run never returns

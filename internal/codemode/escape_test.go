@@ -86,7 +86,7 @@ func TestGlobals(t *testing.T) {
 	}
 	for _, absent := range []string{"require", "module", "exports", "process", "fetch", "setTimeout", "setInterval",
 		"setImmediate", "queueMicrotask", "XMLHttpRequest", "WebSocket", "Deno", "Bun", "Buffer", "performance",
-		"Uint8Array", "ArrayBuffer", "SharedArrayBuffer", "Atomics", "BigInt", "WeakRef", "FinalizationRegistry"} {
+		"Uint8Array", "ArrayBuffer", "SharedArrayBuffer", "Atomics", "BigInt", "WeakRef", "FinalizationRegistry", "GoError", "WebAssembly"} {
 		if strings.Contains(" "+out.Text+" ", " "+absent+" ") {
 			t.Errorf("global %s is present", absent)
 		}

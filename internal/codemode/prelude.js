@@ -26,7 +26,7 @@
   const symIterator = Symbol.iterator, symReplace = Symbol.replace, symSplit = Symbol.split, symMatch = Symbol.match;
 
   const MAX_STR = h.maxStr, MAX_ELEMS = h.maxElems, MAX_KEYS = h.maxKeys;
-  const MAX_DEPTH = h.maxDepth, MAX_ARGS = h.maxArgs, MAX_FLAT = 100;
+  const MAX_DEPTH = h.maxDepth, MAX_ARGS = h.maxArgs, MAX_FLAT = 100, MAX_OUT = h.maxOutput;
   const jsonDepth = h.jsonDepth, emit = h.emit, hostCall = h.call;
 
   function refuse(what, n, max, unit) {
@@ -78,11 +78,12 @@
 
   // Not offered: binary data (allocated whole in one step, and not needed
   // for JSON tools), BigInt (one operator can allocate without bound),
-  // and what would make a run depend on the garbage collector.
+  // what would make a run depend on the garbage collector, and goja's
+  // GoError (not ECMAScript; goja's own references to it remain).
   for (const n of ["ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array",
     "Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array",
     "Float64Array", "BigInt64Array", "BigUint64Array", "Atomics", "BigInt", "WeakRef",
-    "FinalizationRegistry"]) {
+    "FinalizationRegistry", "GoError"]) {
     delete G[n];
   }
 
@@ -409,19 +410,29 @@
   def(JSON, "stringify", ({ stringify(value, replacer, space) { return stringify(value, replacer, space); } }).stringify);
   def(JSON, "parse", ({ parse(text, reviver) { return parse(text, reviver); } }).parse);
 
+  // text is v as a string, or dflt when it is undefined or its
+  // conversion throws (a symbol, a toString that throws).
+  function text(v, dflt) {
+    if (v === undefined) return dflt;
+    try { return `${v}`; } catch (x) { return dflt; }
+  }
   // console: everything goes to the one output, warn and error prefixed.
   function errorText(e) {
     let name, message;
     try { name = e.name; message = e.message; } catch (x) { /* a throwing getter */ }
-    name = name === undefined ? "Error" : `${name}`;
-    message = message === undefined ? "" : `${message}`;
+    name = text(name, "Error");
+    message = text(message, "");
     return message === "" ? name : name + ": " + message;
   }
   function fmt(v, top) {
     switch (typeof v) {
       case "string": return top ? v : jsonStringify(v);
       case "undefined": return "undefined";
-      case "function": return "[Function" + (v.name ? ": " + v.name : " (anonymous)") + "]";
+      case "function": {
+        let name;
+        try { name = v.name; } catch (e) { /* a throwing getter */ }
+        return "[Function" + (typeof name === "string" && name !== "" ? ": " + name : " (anonymous)") + "]";
+      }
       case "symbol": return S(v);
       case "object": {
         if (v === null) return "null";
@@ -440,7 +451,10 @@
   }
   function line(args) {
     let s = "";
-    for (let i = 0; i < args.length; i++) {
+    // Past MAX_OUT characters nothing more can be kept, so the rest is
+    // not formatted (appending 100,000 long arguments one by one is
+    // quadratic).
+    for (let i = 0; i < args.length && s.length <= MAX_OUT; i++) {
       if (i > 0) s += " ";
       s += fmt(args[i], true);
     }
@@ -471,6 +485,13 @@
       throw new TypeErrorC("tools." + id + " takes one argument, an object of named parameters, not " + describe(args));
     }
     const json = stringify(args);
+    // A toJSON method (the code's, one on Object.prototype, Date's) can
+    // turn the object into a string, number or array; the Host is
+    // promised a JSON object.
+    if (json !== undefined && json[0] !== "{") {
+      const what = json[0] === "[" ? "an array" : json[0] === '"' ? "a string" : json;
+      throw new TypeErrorC("tools." + id + " takes an object of named parameters; its argument serialised to " + what + " (a toJSON method?)");
+    }
     const r = hostCall(name, json === undefined ? "{}" : json);
     switch (r[0]) {
       case 0: return parse(r[1]);
@@ -492,6 +513,11 @@
   // symbols stay undefined.
   const probes = { then: 1, toJSON: 1, constructor: 1, valueOf: 1, toString: 1, inspect: 1 };
   const toolsView = new Proxy(tools, {
+    // goja's own error for a frozen target prints the Go object.
+    setPrototypeOf(t, p) {
+      if (p === null) return true;
+      throw new TypeErrorC("tools cannot be changed");
+    },
     get(t, k) {
       if (typeof k !== "string" || k in t || k in probes) return t[k];
       throw new TypeErrorC("tools." + k + " is not a tool of this job (its tools are listed in execute_code's description; search_tools finds them by what they do)");
@@ -500,7 +526,9 @@
   defineProperty(G, "tools", { value: toolsView, writable: false, enumerable: false, configurable: false });
 
   function thrown(v) {
-    if (typeof v === "object" && v !== null && v instanceof ErrorC) {
+    let isError = false;
+    try { isError = typeof v === "object" && v !== null && v instanceof ErrorC; } catch (e) { /* a Proxy's trap threw */ }
+    if (isError) {
       let stack = "";
       try { stack = `${v.stack}`; } catch (e) { /* a throwing getter */ }
       return [errorText(v), stack];

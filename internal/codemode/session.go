@@ -268,6 +268,7 @@ func (s *session) setup() error {
 		"maxKeys":   clampInt(mem/256, 1<<30),
 		"maxDepth":  maxJSONDepth,
 		"maxArgs":   maxArgs,
+		"maxOutput": s.lim.MaxOutput,
 		"guardName": guardName,
 		"names":     vm.NewArray(names...),
 		"idents":    vm.NewArray(idents...),
@@ -419,25 +420,26 @@ func (s *session) random() (v float64) {
 
 // scriptErr turns an error out of goja into the execution's error.
 func (s *session) scriptErr(err error) error {
-	var interrupted *goja.InterruptedError
-	var overflow *goja.StackOverflowError
-	var ex *goja.Exception
-	switch {
-	case errors.As(err, &interrupted):
+	// A type switch, not errors.As: goja returns these types unwrapped,
+	// and (*goja.Exception).Unwrap runs JavaScript (an instanceof on the
+	// thrown value, a "value" getter), so errors.As on a thrown Proxy
+	// whose getPrototypeOf trap throws panicked here.
+	switch e := err.(type) {
+	case *goja.InterruptedError:
 		if r := s.stopReason(); r != nil {
 			return r
 		}
-		if e, ok := interrupted.Value().(error); ok {
+		if e, ok := e.Value().(error); ok {
 			return e
 		}
 		return errors.New("execution stopped")
-	case errors.As(err, &overflow):
+	case *goja.StackOverflowError:
 		return limitErr("call stack", "execution stopped: the call stack exceeded %d frames (a recursion that does not end?)", s.lim.MaxStackDepth)
-	case errors.As(err, &ex):
+	case *goja.Exception:
 		if r := s.stopReason(); r != nil {
 			return r
 		}
-		return s.uncaught(ex.Value())
+		return s.uncaught(e.Value())
 	}
 	if r := s.stopReason(); r != nil {
 		return r
@@ -454,6 +456,12 @@ func (s *session) uncaught(v goja.Value) error {
 		return errors.New("Uncaught " + v.String())
 	}
 	d, err := s.helpers.thrown(goja.Undefined(), v)
+	if _, ok := err.(*goja.Exception); ok {
+		// Describing the value threw again (thrown catches what it can;
+		// this is a last resort). Not s.scriptErr: it would describe the
+		// new value, which may throw another, without end.
+		return errors.New("Uncaught exception (its value could not be printed)")
+	}
 	if err != nil {
 		return s.scriptErr(err)
 	}

@@ -1,0 +1,133 @@
+package codemode
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const hugeMarker = "[output truncated: the final value is 300000 bytes, only the start is shown]"
+
+// What an attacker's script tries ends its execution with a clear error
+// for the model, or behaves as ECMAScript says, and reaches nothing but
+// the built-ins, console and tools.
+func TestAttacks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		code      string
+		lim       Limits
+		want      string // Output.Text, when wantErr is ""
+		wantErr   string // substring of Output.Err
+		wantLimit string // LimitError.Limit, if any
+		wantCalls int
+	}{
+		// Routes to the global object and to code compiled at run time.
+		{name: "Function from this", code: `this.constructor.constructor("return this")()`, wantErr: "EvalError: the Function constructor is not available"},
+		{name: "Function from globalThis", code: `globalThis.constructor.constructor("return process")()`, wantErr: "EvalError: the Function constructor"},
+		{name: "Function from a tool", code: `tools.echo.constructor("return 1")()`, wantErr: "EvalError: the Function constructor"},
+		{name: "Function from a bound method", code: `[].map.bind([]).constructor("return 1")()`, wantErr: "EvalError: the Function constructor"},
+		{name: "Function through Reflect.construct", code: `Reflect.construct(Function, ["return 1"])`, wantErr: "EvalError: the Function constructor"},
+		{name: "indirect eval", code: `(0, eval)("1")`, wantErr: "EvalError: eval is not available"},
+		{name: "async generator constructor", code: `Object.getPrototypeOf(async function* () {}).constructor("return 1")`, wantErr: "SyntaxError"},
+		{name: "sloppy this is the sandbox's global", code: `const g = (function () { return this })(); [g === globalThis, typeof g.process, typeof g.require]`, want: `[true,"undefined","undefined"]`},
+		{name: "caller is not reachable", code: `function f() { return f.caller } String(f())`, want: "undefined"},
+		{name: "GoError is gone", code: `typeof GoError`, want: "undefined"},
+		{name: "WebAssembly", code: `WebAssembly.compile`, wantErr: "ReferenceError: WebAssembly is not defined"},
+		{name: "SharedArrayBuffer", code: `new SharedArrayBuffer(8)`, wantErr: "ReferenceError: SharedArrayBuffer is not defined"},
+		{name: "Atomics.wait", code: `Atomics.wait(null, 0, 0)`, wantErr: "ReferenceError: Atomics is not defined"},
+
+		// Memory: refused before the allocation, or stopped by the watchdog.
+		{name: "repeat 2**28", code: `'x'.repeat(2 ** 28)`, wantErr: "RangeError: String.prototype.repeat: 268435456 characters is over the code-mode limit"},
+		{name: "doubling string", code: `let s = "x"; for (;;) s += s`, lim: Limits{MaxMemory: 8 << 20}, wantLimit: "memory"},
+		{name: "growing array", code: `const a = []; for (;;) a.push(1, 2, 3, 4, 5, 6, 7, 8)`, lim: Limits{MaxMemory: 8 << 20, guardMemory: 256 << 20}, wantLimit: "memory"},
+		{name: "new Array(1e9) is sparse", code: `new Array(1e9).length`, want: "1000000000"},
+		{name: "filling new Array(1e9)", code: `new Array(1e9).fill(0)`, wantErr: "RangeError: Array.prototype.fill"},
+		{name: "spreading new Array(1e9)", code: `[...new Array(1e9)]`, wantErr: "RangeError: Array.prototype.values"},
+
+		// Time: the interrupt reaches loops, microtasks and async recursion.
+		{name: "microtask starvation", code: `while (true) { await null }`, lim: Limits{WallTime: 200 * time.Millisecond}, wantLimit: "wall time"},
+		{name: "async recursion through await", code: `async function f(n) { await null; return f(n + 1) }; await f(0)`, lim: Limits{WallTime: 200 * time.Millisecond}, wantLimit: "wall time"},
+		{name: "deep async recursion", code: `async function f(n) { return await f(n + 1) }; await f(0)`, lim: Limits{MaxStackDepth: 200}, wantLimit: "call stack"},
+		{name: "never-settling promise returned", code: `return new Promise(() => {})`, wantErr: "it awaits a promise that never settles"},
+
+		// Tool calls: a flood stops at the limit, awaited or not.
+		{name: "unawaited call flood", code: `for (;;) tools.echo({})`, lim: Limits{MaxCalls: 5}, wantLimit: "tool calls", wantCalls: 5},
+		{name: "10,000 calls in Promise.all", code: `await Promise.all(Array.from({length: 10000}, (_, i) => tools.echo({i})))`, lim: Limits{MaxCalls: 5}, wantLimit: "tool calls", wantCalls: 5},
+		{name: "flood caught by the code", code: `for (let i = 0; i < 1e4; i++) { try { await tools.echo({}) } catch (e) {} }; return "went on"`, lim: Limits{MaxCalls: 5}, wantLimit: "tool calls", wantCalls: 5},
+
+		// Printing what cannot be printed.
+		{name: "circular console.log", code: `const o = {}; o.o = o; console.log(o); "end"`, want: "[unprintable object: TypeError: Converting circular structure to JSON]\nend"},
+		{name: "throwing toJSON and toString", code: `console.log({toJSON() { throw new Error("tj") }, toString() { throw new Error("ts") }}); "end"`, want: "[unprintable object: Error: tj]\nend"},
+		{name: "looping toJSON", code: `console.log({toJSON() { for (;;) {} }})`, lim: Limits{WallTime: 200 * time.Millisecond}, wantLimit: "wall time"},
+		{name: "looping getter in the final value", code: `return {get x() { for (;;) {} }}`, lim: Limits{WallTime: 200 * time.Millisecond}, wantLimit: "wall time"},
+		{name: "function with a throwing name", code: `const f = () => 1; Object.defineProperty(f, "name", {get() { throw new Error("no") }}); console.log(f); "end"`, want: "[Function (anonymous)]\nend"},
+		{name: "cyclic final value", code: `const o = {}; o.self = o; o`, want: "[unprintable object: TypeError: Converting circular structure to JSON]"},
+		{name: "huge final value is cut", code: `"x".repeat(3e5)`, lim: Limits{MaxOutput: 200}, want: strings.Repeat("x", 200-len(hugeMarker)-1) + "\n" + hugeMarker},
+		{name: "30,000 long console arguments", code: `console.log(...Array.from({length: 30000}, () => "x".repeat(100))); "end"`, lim: Limits{WallTime: 5 * time.Second, MaxOutput: 100},
+			want: strings.Repeat("x", 12) + "\n[output truncated: 1 console lines not shown or cut; the output limit is 100 bytes]\nend"},
+
+		// Arguments: read once, serialised to a JSON object, own string keys only.
+		{name: "getter changing on second read", code: `let n = 0; const a = {get path() { return ++n === 1 ? "/ok" : "/etc/passwd" }}; const r = await tools.echo(a); [r.args.path, n]`, want: `["/ok",1]`, wantCalls: 1},
+		{name: "throwing getter", code: `await tools.echo({get x() { throw new Error("getter") }})`, wantErr: "Uncaught Error: getter"},
+		{name: "__proto__ key stays data", code: `(await tools.echo(JSON.parse('{"__proto__": {"admin": true}, "a": 1}'))).args.__proto__.admin`, want: "true", wantCalls: 1},
+		{name: "__proto__ literal sets the prototype only", code: `(await tools.echo({__proto__: {admin: true}, a: 1})).args`, want: `{"a":1}`, wantCalls: 1},
+		{name: "symbol keys are dropped", code: `(await tools.echo({[Symbol("s")]: 1, a: 2})).args`, want: `{"a":2}`, wantCalls: 1},
+		{name: "Proxy argument", code: `(await tools.echo(new Proxy({a: 1}, {get: (t, k) => k === "a" ? 2 : t[k]}))).args`, want: `{"a":2}`, wantCalls: 1},
+		{name: "Proxy with a throwing trap", code: `await tools.echo(new Proxy({}, {ownKeys() { throw new Error("trap") }}))`, wantErr: "Uncaught Error: trap"},
+		{name: "toJSON to a string", code: `await tools.echo({toJSON() { return "x" }})`, wantErr: "TypeError: tools.echo takes an object of named parameters; its argument serialised to a string"},
+		{name: "Date argument", code: `await tools.echo(new Date(0))`, wantErr: "serialised to a string"},
+		{name: "toJSON on Object.prototype", code: `Object.prototype.toJSON = () => [1]; await tools.echo({a: 1})`, wantErr: "serialised to an array"},
+		{name: "toJSON to a number", code: `await tools.echo({toJSON: () => 7})`, wantErr: "serialised to 7"},
+
+		// Tampering with tools and the built-ins the prelude relies on.
+		{name: "redefining a tool", code: `tools.echo = () => "mine"; delete tools.echo; typeof tools.echo`, want: "function"},
+		{name: "defining a tool", code: `Object.defineProperty(tools, "x", {value: 1})`, wantErr: "TypeError: Cannot define property x, object is not extensible"},
+		{name: "prototype of tools", code: `Object.setPrototypeOf(tools, {x: 1})`, wantErr: "Uncaught TypeError: tools cannot be changed"},
+		{name: "Object.prototype does not add tools", code: `Object.prototype.evil = () => 1; typeof tools.evil`, want: "undefined"},
+		{name: "JSON and Promise replaced", code: `JSON.stringify = () => '{"evil":1}'; JSON.parse = () => ({evil: 1}); globalThis.Promise = function () {}; (await tools.echo({a: 1})).args`, want: `{"a":1}`, wantCalls: 1},
+		{name: "symbol-named tool", code: `typeof tools[Symbol.iterator]`, want: "undefined"},
+
+		// Throwing what is not an Error.
+		{name: "throw a symbol", code: `throw Symbol("s")`, wantErr: "Uncaught Symbol(s)"},
+		{name: "throw null", code: `throw null`, wantErr: "Uncaught null"},
+		{name: "throw a null-prototype object", code: `throw Object.create(null)`, wantErr: "Uncaught {}"},
+		{name: "throw a Proxy whose traps throw", code: `throw new Proxy({}, {get() { throw 1 }, getPrototypeOf() { throw 2 }})`, wantErr: "Uncaught [unprintable object:"},
+		{name: "throw a Proxy that throws Proxies", code: `const mk = () => new Proxy({}, {getPrototypeOf() { throw mk() }, get() { throw mk() }}); throw mk()`, wantErr: "Uncaught [unprintable object:"},
+		{name: "throw an Error whose name throws", code: `const e = new Error("m"); e.name = {toString() { throw e }}; throw e`, wantErr: "Uncaught Error: m"},
+		{name: "throw an Error whose message loops", code: `const e = new Error("x"); Object.defineProperty(e, "message", {get() { for (;;) {} }}); throw e`, lim: Limits{WallTime: 200 * time.Millisecond}, wantLimit: "wall time"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cat, h := echoTools()
+			out := cat.Run(context.Background(), tt.code, h, tt.lim)
+			switch {
+			case tt.wantLimit != "":
+				var le *LimitError
+				if !errors.As(out.Err, &le) || le.Limit != tt.wantLimit {
+					t.Fatalf("Err = %v, want a %q LimitError", out.Err, tt.wantLimit)
+				}
+			case tt.wantErr != "":
+				if out.Err == nil || !strings.Contains(out.Err.Error(), tt.wantErr) {
+					t.Fatalf("Err = %v, want it to contain %q", out.Err, tt.wantErr)
+				}
+			default:
+				if out.Err != nil {
+					t.Fatalf("Err = %v, want none (text %.200q)", out.Err, out.Text)
+				}
+				if out.Text != tt.want {
+					t.Errorf("Text = %.300q, want %.300q", out.Text, tt.want)
+				}
+			}
+			if strings.Contains(out.Text, "went on") {
+				t.Errorf("the code went on past a limit: %q", out.Text)
+			}
+			if out.Calls != tt.wantCalls || len(h.recorded()) != tt.wantCalls {
+				t.Errorf("Calls = %d (recorded %d), want %d", out.Calls, len(h.recorded()), tt.wantCalls)
+			}
+		})
+	}
+}
