@@ -110,6 +110,11 @@ func TestHelpListsEveryVariable(t *testing.T) {
 
 func TestInvalidConfigNamesTheVariable(t *testing.T) {
 	// Not parallel: it sets environment variables.
+	files := t.TempDir()
+	notJSON := filepath.Join(files, "not.json")
+	if err := os.WriteFile(notJSON, []byte("{mcpServers: nope"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		env  map[string]string
 		want string
@@ -129,6 +134,16 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"OPENAI_BASE_URL": "http://x/v1?a=b"}, "invalid OPENAI_BASE_URL: \"http://x/v1?a=b\" must not have a query"},
 		{map[string]string{"JETAGENT_QUEUES": "a.b"}, `invalid JETAGENT_QUEUES: "a.b"`},
 		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
+		// Every mode is named, code too (it was left out of the message).
+		{map[string]string{"JETAGENT_TOOL_MODE": "bogus"}, `invalid JETAGENT_TOOL_MODE: "bogus" is not auto, full, deferred, search or code`},
+		{map[string]string{"JETAGENT_CONCURRENCY": "-3"}, "invalid JETAGENT_CONCURRENCY: must be at least 1 (got -3)"},
+		{map[string]string{"JETAGENT_ACK_WAIT": "-5s"}, "invalid JETAGENT_ACK_WAIT: must be at least 1s (got -5s)"},
+		{map[string]string{"JETAGENT_JOB_TIMEOUT": "-1m"}, "invalid JETAGENT_JOB_TIMEOUT: must be positive (got -1m0s)"},
+		{map[string]string{"JETAGENT_SHUTDOWN_GRACE": "-1s"}, "invalid JETAGENT_SHUTDOWN_GRACE: must be positive (got -1s)"},
+		{map[string]string{"JETAGENT_DUPLICATE_WINDOW": "-1h"}, "invalid JETAGENT_DUPLICATE_WINDOW: must be positive (got -1h0m0s)"},
+		{map[string]string{"JETAGENT_MAX_DELIVER": "0"}, "invalid JETAGENT_MAX_DELIVER: must be at least 1 (got 0)"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": notJSON}, "JETAGENT_MCP_CONFIG=" + notJSON + ": " + notJSON + ": toolcache: config is not valid JSON"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": files}, "JETAGENT_MCP_CONFIG=" + files + ": toolcache: read config: read " + files + ": is a directory"},
 		{map[string]string{"JETAGENT_CODE_ABOVE": "100"}, "invalid JETAGENT_CODE_ABOVE: 100 must be 0 (off) or at least SearchAbove"},
 		{map[string]string{"JETAGENT_LISTEN": "4222"}, "invalid JETAGENT_LISTEN"},
 		{map[string]string{"NATS_URL": "nats://x:4222", "NATS_PASSWORD": "p"}, "NATS_PASSWORD is set but NATS_USER is not"},
@@ -149,6 +164,9 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.want) {
 				t.Errorf("got %q, want %q", stderr.String(), tt.want)
+			}
+			if n := strings.Count(stderr.String(), "\n"); n != 1 {
+				t.Errorf("%d lines, want one: %q", n, stderr.String())
 			}
 			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the embedded NATS started (%s exists: %v)", dataDir, err)
@@ -427,6 +445,34 @@ func TestTokensHonoursThresholds(t *testing.T) {
 			}
 			if !strings.HasSuffix(stdout.String(), tt.want) || !strings.Contains(stderr.String(), tt.wantErrs) {
 				t.Errorf("stdout %q stderr %q, want %q / %q", stdout.String(), stderr.String(), tt.want, tt.wantErrs)
+			}
+		})
+	}
+}
+
+// TestUnknownFlagsOneLine: an unknown command or flag is refused with one
+// line naming it and the usage, not the flag package's usage dump besides.
+func TestUnknownFlagsOneLine(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--bogus"}, 2, `worker: unknown command "--bogus" (see worker --help)`},
+		{[]string{"serve"}, 2, `worker: unknown command "serve" (see worker --help)`},
+		{[]string{"tools", "--bogus"}, 1, "worker: tools: flag provided but not defined: -bogus (usage: worker tools [-markdown])"},
+		{[]string{"tokens", "-x", "a.json"}, 1, "worker: tokens: flag provided but not defined: -x (usage: worker tokens [-markdown] CATALOG.json...)"},
+		{[]string{"search-eval", "--nope"}, 1, "worker: search-eval: flag provided but not defined: -nope (usage: worker search-eval"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != tt.code {
+				t.Errorf("exit %d, want %d", code, tt.code)
+			}
+			if got := stderr.String(); !strings.HasPrefix(got, tt.want) || strings.Count(got, "\n") != 1 || stdout.Len() != 0 {
+				t.Errorf("stderr %q (stdout %q), want one line starting %q", got, stdout.String(), tt.want)
 			}
 		})
 	}

@@ -164,7 +164,8 @@ func (c Config) Validate() error {
 		return cfgerr.Fields(ErrConfig, fields, "", format, a...)
 	}
 	if !c.DefaultMode.Valid() {
-		return bad([]string{"DefaultMode"}, "%q is not auto, full, deferred or search", c.DefaultMode)
+		// code is a mode too (the message predated it, and sent operators away from it)
+		return bad([]string{"DefaultMode"}, "%q is not auto, full, deferred, search or code", c.DefaultMode)
 	}
 	for _, f := range []struct {
 		name string
