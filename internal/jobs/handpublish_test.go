@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -116,5 +117,89 @@ func deadLetterOf(ctx context.Context, t *testing.T, js jetstream.JetStream, str
 		if m.Headers().Get("Jetagent-Stream-Seq") == want {
 			return m
 		}
+	}
+}
+
+// TestMalformedCopyLeavesAnotherJobAlone: a hand-published message that is
+// refused at the door but carries the id of another message's job (queued
+// by a Client, running, or ended) is dead-lettered without touching that
+// job: its state keeps its status and no dead event joins its events, and
+// the job then runs (or stays ended) as it would have. It used to be
+// marked dead, and a queued job's own message was then refused as a copy.
+func TestMalformedCopyLeavesAnotherJobAlone(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		queue  string // of the real job
+		task   string // of the real job
+		before Status // the real job's status when the copy comes
+	}{
+		{"queued on another queue", "idle", "echo:real", StatusQueued},
+		// The copy comes between the Client's state write and its publish.
+		{"queued on the same queue", DefaultQueue, "echo:real", StatusQueued},
+		{"running", DefaultQueue, "gate:go", StatusRunning},
+		{"ended", DefaultQueue, "echo:done", StatusSucceeded},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t)
+			nc := natstest.Connect(t, s)
+			r := newTestRunner()
+			startWorker(t, nc, Config{Runner: r, Concurrency: 2})
+			c := newClient(t, nc)
+			ctx := natstest.Context(t)
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const id = "victim"
+			real := &Job{ID: id, Task: tt.task, Queue: tt.queue}
+			if tt.name == "queued on the same queue" {
+				// What Client.Submit writes before it publishes.
+				if _, err := c.states.update(ctx, id, func(*State) (*State, error) {
+					return &State{ID: id, Queue: tt.queue, Status: StatusQueued, Task: tt.task, CreatedAt: time.Now().UTC()}, nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := c.Submit(ctx, real); err != nil {
+				t.Fatal(err)
+			}
+			if st := waitStatus(t, c, id, tt.before); st.Status != tt.before {
+				t.Fatalf("real job %s", st.Status)
+			}
+			m := nats.NewMsg(c.names.JobsSubject(DefaultQueue))
+			m.Data = []byte(`{"id":"victim","task":5}`)
+			ack, err := js.PublishMsg(ctx, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dl := deadLetterOf(ctx, t, js, c.names.DLQStream(), ack.Sequence)
+			if got := dl.Headers().Get("Jetagent-Reason"); got != "job fails schemas/job.schema.json: at '/task': got number, want string" {
+				t.Errorf("dead letter reason %q", got)
+			}
+			st, err := c.Status(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != tt.before {
+				t.Fatalf("the copy changed the real job's state to %s (%q)", st.Status, st.Error)
+			}
+			switch tt.name {
+			case "queued on the same queue": // the Client's publish
+				if _, err := js.Publish(ctx, c.names.JobsSubject(tt.queue), mustJSON(real), jetstream.WithMsgID(id)); err != nil {
+					t.Fatal(err)
+				}
+			case "running":
+				r.release("go")
+			case "queued on another queue": // a worker for its queue comes
+				startWorker(t, nc, Config{Runner: r, Topology: TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 3, Queues: []string{"idle"}}})
+			}
+			if st := waitStatus(t, c, id); st.Status != StatusSucceeded || st.Queue != tt.queue {
+				t.Errorf("real job ended %s on %q (%q), want succeeded on %q", st.Status, st.Queue, st.Error, tt.queue)
+			}
+			for _, ev := range streamMsgs(t, nc, c.names.EventsStream(), c.names.EventSubject(id, EventDead)) {
+				t.Errorf("a dead event joined the real job's events: %s", ev.Data)
+			}
+		})
 	}
 }

@@ -504,21 +504,46 @@ func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 	w.cfg.Metrics.rejected(d.queue, cause)
 	if markState {
 		res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
-		w.markDead(ctx, d.env, d.queue, d.seq, res)
+		w.markDeadUnless(ctx, d.env, d.queue, d.seq, res, func(cur *State) bool { return queuedByAnother(cur, d) })
 	}
+}
+
+// queuedByAnother reports whether cur, the state of the id a refused
+// delivery carries, is that of a job queued by a Client with another
+// message: not yet claimed (no stream sequence), and recorded for another
+// queue, or this message is not the Client's publication (which carries
+// Nats-Msg-Id = id; the stream drops any other within the duplicate
+// window). A malformed message naming a queued job's id used to mark that
+// job dead, and its own message was then refused as a copy: one stray
+// publish killed a job it had nothing to do with.
+func queuedByAnother(cur *State, d delivery) bool {
+	return cur.Status == StatusQueued && cur.StreamSeq == 0 &&
+		(cur.Queue != d.queue || d.msg.Headers().Get(nats.MsgIdHdr) != d.id)
 }
 
 // markDead records a dead job's state and terminal event, unless its state
 // is already final (another message with the same id finished it).
 func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result) {
+	w.markDeadUnless(ctx, env, queue, seq, res, nil)
+}
+
+// markDeadUnless is markDead that also leaves alone a state foreign says
+// is another message's. A state claimed by another message (its stream
+// sequence is not seq: a copy carrying the id of a job that runs, or was
+// handed back) is always left alone, and so are its events: the dead
+// event goes out only with a state this message wrote, or already holds.
+func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result, foreign func(*State) bool) {
 	id := env.jobID
 	// The attempt's events are stored before the state says it ended.
 	if n, err := env.flush(ctx); err != nil {
 		w.log.Error("events not acknowledged", "job", id, "events", n, "err", err)
 	}
 	now := time.Now().UTC()
+	mine := true
 	_, err := w.states.update(ctx, id, func(cur *State) (*State, error) {
-		if cur != nil && cur.Status.Terminal() {
+		mine = cur == nil || cur.StreamSeq == seq ||
+			(cur.StreamSeq == 0 && !cur.Status.Terminal() && (foreign == nil || !foreign(cur)))
+		if !mine || (cur != nil && cur.Status.Terminal()) {
 			return nil, nil
 		}
 		st := &State{ID: id, CreatedAt: now}
@@ -531,6 +556,11 @@ func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq ui
 	})
 	if err != nil {
 		w.log.Error("state update failed", "job", id, "err", err)
+	}
+	if !mine {
+		w.log.Warn("dead-lettered message carried the id of another message's job; its state and events are left alone",
+			"job", id, "stream_seq", seq)
+		return
 	}
 	if err := env.Emit(ctx, EventDead, 0, res); err != nil {
 		w.log.Error("event publish failed", "job", id, "err", err)
