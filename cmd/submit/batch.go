@@ -32,20 +32,32 @@ type batchLine struct {
 func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, error) {
 	var lines []batchLine
 	idLine := map[string]int{} // a job id and the first line that gives it
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		b := bytes.TrimSpace(sc.Bytes())
+	br := bufio.NewReaderSize(r, 64<<10)
+	keep := max(16<<20, 2*c.settings.MaxJobBytes) // a line longer cannot be a job that fits
+	for n := 1; ; n++ {
+		line, size, rerr := readLine(br, keep)
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return lines, rerr
+		}
+		if rerr != nil && size == 0 {
+			break
+		}
+		b := bytes.TrimSpace(line)
 		if len(b) == 0 || b[0] == '#' {
 			continue
 		}
 		j := *base
 		j.Metadata = maps.Clone(base.Metadata) // the line and --meta add to it
 		var err error
-		switch b[0] {
-		case '"':
+		switch {
+		case size > len(line):
+			// bufio.Scanner stopped the whole batch here ("token too
+			// long", no line number); the line is refused by its number
+			// like any other that is not valid, and the rest still run.
+			err = fmt.Errorf("%w: line of %d bytes, limit %d", jobs.ErrTooLarge, size, c.settings.MaxJobBytes)
+		case b[0] == '"':
 			err = json.Unmarshal(b, &j.Task)
-		case '{':
+		case b[0] == '{':
 			if _, err = c.decodeJob(b, false); err == nil {
 				err = json.Unmarshal(b, &j) // over the defaults: the line's fields win
 			}
@@ -66,8 +78,32 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 			}
 		}
 		lines = append(lines, batchLine{n: n, job: &j, err: err})
+		if rerr != nil { // io.EOF after a last line without a newline
+			break
+		}
 	}
-	return lines, sc.Err()
+	return lines, nil
+}
+
+// readLine reads one line (without its newline) of which it keeps at most
+// keep bytes; size is the line's whole length. err is io.EOF at the end
+// (with the last line, if it had no newline).
+func readLine(br *bufio.Reader, keep int) (line []byte, size int, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		size += len(frag)
+		if room := keep - len(line); room > 0 {
+			line = append(line, frag[:min(len(frag), room)]...)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil:
+			return line, size, err
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		return line, size - 1, nil
+	}
 }
 
 // batchResult is one line of --out: the job's result and the batch line

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -128,4 +130,90 @@ func TestSubmitIDCollisions(t *testing.T) {
 	if n := r.count("coll-done"); n != 1 {
 		t.Errorf("coll-done ran %d times", n)
 	}
+}
+
+// TestBatchHostileLines: every line of a batch is reported by its number,
+// and the valid ones are submitted whatever the others hold: a blank line
+// and a comment are skipped, a malformed line, unknown fields and a
+// repeated id are refused, and a line longer than any job (it stopped the
+// whole batch with "bufio.Scanner: token too long", naming no line) is
+// refused as too large. A 10,000-line file is submitted whole.
+func TestBatchHostileLines(t *testing.T) {
+	startWorker(t)
+	huge := `{"id":"hl-huge","task":"` + strings.Repeat("a", 17<<20) + `"}`
+	many := make([]string, 10000)
+	for i := range many {
+		many[i] = `{"id":"hl-many-` + strconv.Itoa(i) + `","task":"echo:x","queue":"parked"}`
+	}
+	for _, tt := range []struct {
+		name  string
+		lines []string
+		want  map[int]string // line → status, or the start of its error
+		total string         // the summary line
+	}{
+		{"mixed", []string{
+			`{"id":"hl-1","task":"echo:one","queue":"parked"}`,
+			``,
+			`# a comment`,
+			`{"id":"hl-2","task":`,
+			`{"id":"hl-3","task":"echo:x","colour":"red"}`,
+			`{"id":"hl-1","task":"echo:again","queue":"parked"}`,
+			`   `,
+			`"a string task"`,
+		}, map[int]string{
+			1: "queued",
+			4: "job is not JSON: unexpected EOF",
+			5: "job fails schemas/job.schema.json: at '': additional properties 'colour' not allowed",
+			6: "duplicate job id: id hl-1 is also on line 1",
+			8: "queued",
+		}, "5 jobs: 2 submitted, 3 not"},
+		{"a line longer than any job", []string{
+			`{"id":"hl-before","task":"echo:x","queue":"parked"}`, huge, `{"id":"hl-after","task":"echo:x","queue":"parked"}`,
+		}, map[int]string{1: "queued", 2: "job too large: line of 17825818 bytes, limit 4096", 3: "queued"},
+			"3 jobs: 2 submitted, 1 not"},
+		{"10,000 lines", many, nil, "10000 jobs: 10000 submitted, 0 not"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := writeLines(t, tt.lines...)
+			out := filepath.Join(t.TempDir(), "out.jsonl")
+			// The lines go to a queue no worker serves: submitted, not run.
+			res := submitCmd(t, "", "--file", in, "--detach", "--queue", "parked", "--out", out)
+			if !strings.Contains(res.stderr, tt.total) {
+				t.Fatalf("stderr lacks %q: exit %d, %.2000s", tt.total, res.code, res.stderr)
+			}
+			wantCode := 1 // a line was not submitted
+			if strings.HasSuffix(tt.total, ", 0 not") {
+				wantCode = 0
+			}
+			if res.code != wantCode {
+				t.Errorf("exit %d, want %d", res.code, wantCode)
+			}
+			got := readOut(t, out)
+			if tt.want == nil {
+				if len(got) != len(tt.lines) {
+					t.Errorf("%d results, want %d", len(got), len(tt.lines))
+				}
+				return
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("results for lines %v, want %v", keys(got), tt.want)
+			}
+			for n, want := range tt.want {
+				l := got[n]
+				if string(l.Status) != want && (l.Status != "failed" || !strings.HasPrefix(l.Error, want)) {
+					t.Errorf("line %d: %s %q, want %q", n, l.Status, l.Error, want)
+				}
+			}
+		})
+	}
+}
+
+func keys(m map[int]outLine) []int {
+	var k []int
+	for n := range m {
+		k = append(k, n)
+	}
+	slices.Sort(k)
+	return k
 }
