@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,25 +121,39 @@ func deadLetterOf(ctx context.Context, t *testing.T, js jetstream.JetStream, str
 	}
 }
 
-// TestMalformedCopyLeavesAnotherJobAlone: a hand-published message that is
-// refused at the door but carries the id of another message's job (queued
-// by a Client, running, or ended) is dead-lettered without touching that
-// job: its state keeps its status and no dead event joins its events, and
-// the job then runs (or stays ended) as it would have. It used to be
-// marked dead, and a queued job's own message was then refused as a copy.
-func TestMalformedCopyLeavesAnotherJobAlone(t *testing.T) {
+// TestCopyLeavesAnotherJobAlone: a hand-published message carrying the
+// id of another message's job (queued by a Client, running, or ended) is
+// dead-lettered without touching that job, whether it is refused at the
+// door (malformed) or is a valid job: the real job's state keeps its
+// status, no dead event joins its events, and it then runs its own task
+// (or stays ended). A malformed copy used to mark a queued or running job
+// dead, and a valid copy claimed a queued job's id and ran its own task
+// under it; either way the real job's message was then refused as reusing
+// the id.
+func TestCopyLeavesAnotherJobAlone(t *testing.T) {
 	t.Parallel()
+	const malformed, valid = `{"id":"victim","task":5}`, `{"id":"victim","task":"echo:evil"}`
 	for _, tt := range []struct {
 		name   string
 		queue  string // of the real job
 		task   string // of the real job
 		before Status // the real job's status when the copy comes
+		copy   string
+		reason string // of the copy's dead letter
 	}{
-		{"queued on another queue", "idle", "echo:real", StatusQueued},
+		{"malformed, queued on another queue", "idle", "echo:real", StatusQueued, malformed, "job fails schemas/job.schema.json: at '/task': got number, want string"},
 		// The copy comes between the Client's state write and its publish.
-		{"queued on the same queue", DefaultQueue, "echo:real", StatusQueued},
-		{"running", DefaultQueue, "gate:go", StatusRunning},
-		{"ended", DefaultQueue, "echo:done", StatusSucceeded},
+		{"malformed, queued on the same queue", DefaultQueue, "echo:real", StatusQueued, malformed, "job fails schemas/job.schema.json: at '/task': got number, want string"},
+		{"malformed, running", DefaultQueue, "gate:real", StatusRunning, malformed, "job fails schemas/job.schema.json: at '/task': got number, want string"},
+		{"malformed, ended", DefaultQueue, "echo:real", StatusSucceeded, malformed, "job fails schemas/job.schema.json: at '/task': got number, want string"},
+		{"valid, queued on another queue", "idle", "echo:real", StatusQueued, valid,
+			"another message with the same job id is queued (queue idle, submitted with Nats-Msg-Id victim): this copy is not run"},
+		{"valid, queued on the same queue", DefaultQueue, "echo:real", StatusQueued, valid,
+			"another message with the same job id is queued (queue default, submitted with Nats-Msg-Id victim): this copy is not run"},
+		// Handed back while the real attempt answers its liveness checks,
+		// then refused once the job has ended.
+		{"valid, running", DefaultQueue, "gate:real", StatusRunning, valid, "job id reused: job id victim already ended (succeeded, stream sequence 1)"},
+		{"valid, ended", DefaultQueue, "echo:real", StatusSucceeded, valid, "job id reused: job id victim already ended (succeeded, stream sequence 1)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -154,7 +169,8 @@ func TestMalformedCopyLeavesAnotherJobAlone(t *testing.T) {
 			}
 			const id = "victim"
 			real := &Job{ID: id, Task: tt.task, Queue: tt.queue}
-			if tt.name == "queued on the same queue" {
+			sameQueue := tt.before == StatusQueued && tt.queue == DefaultQueue
+			if sameQueue {
 				// What Client.Submit writes before it publishes.
 				if _, err := c.states.update(ctx, id, func(*State) (*State, error) {
 					return &State{ID: id, Queue: tt.queue, Status: StatusQueued, Task: tt.task, CreatedAt: time.Now().UTC()}, nil
@@ -168,34 +184,41 @@ func TestMalformedCopyLeavesAnotherJobAlone(t *testing.T) {
 				t.Fatalf("real job %s", st.Status)
 			}
 			m := nats.NewMsg(c.names.JobsSubject(DefaultQueue))
-			m.Data = []byte(`{"id":"victim","task":5}`)
+			m.Data = []byte(tt.copy)
 			ack, err := js.PublishMsg(ctx, m)
 			if err != nil {
 				t.Fatal(err)
 			}
+			heldBack := tt.copy == valid && tt.before == StatusRunning
+			if heldBack {
+				r.release("real")
+			}
 			dl := deadLetterOf(ctx, t, js, c.names.DLQStream(), ack.Sequence)
-			if got := dl.Headers().Get("Jetagent-Reason"); got != "job fails schemas/job.schema.json: at '/task': got number, want string" {
-				t.Errorf("dead letter reason %q", got)
+			if got := dl.Headers().Get("Jetagent-Reason"); !strings.HasPrefix(got, tt.reason) {
+				t.Errorf("dead letter reason %q, want %q", got, tt.reason)
 			}
 			st, err := c.Status(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Status != tt.before {
+			if st.Status != tt.before && !heldBack {
 				t.Fatalf("the copy changed the real job's state to %s (%q)", st.Status, st.Error)
 			}
-			switch tt.name {
-			case "queued on the same queue": // the Client's publish
+			switch {
+			case heldBack:
+			case sameQueue: // the Client's publish
 				if _, err := js.Publish(ctx, c.names.JobsSubject(tt.queue), mustJSON(real), jetstream.WithMsgID(id)); err != nil {
 					t.Fatal(err)
 				}
-			case "running":
-				r.release("go")
-			case "queued on another queue": // a worker for its queue comes
+			case tt.before == StatusRunning:
+				r.release("real")
+			case tt.queue == "idle": // a worker for its queue comes
 				startWorker(t, nc, Config{Runner: r, Topology: TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 3, Queues: []string{"idle"}}})
 			}
-			if st := waitStatus(t, c, id); st.Status != StatusSucceeded || st.Queue != tt.queue {
-				t.Errorf("real job ended %s on %q (%q), want succeeded on %q", st.Status, st.Queue, st.Error, tt.queue)
+			st = waitStatus(t, c, id)
+			if st.Status != StatusSucceeded || st.Queue != tt.queue || st.Result == nil || st.Result.Answer != "real" {
+				t.Errorf("real job ended %s on %q (%q, result %+v), want succeeded on %q with its own answer",
+					st.Status, st.Queue, st.Error, st.Result, tt.queue)
 			}
 			for _, ev := range streamMsgs(t, nc, c.names.EventsStream(), c.names.EventSubject(id, EventDead)) {
 				t.Errorf("a dead event joined the real job's events: %s", ev.Data)

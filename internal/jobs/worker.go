@@ -635,6 +635,7 @@ var (
 	errCancelled = errors.New("job cancelled before it ran")
 	errDuplicate = errors.New("another message with the same job id is running")
 	errReused    = errors.New("job id reused")
+	errQueued    = errors.New("another message with the same job id is queued")
 )
 
 // run claims a job in the state store, runs it and settles the delivery.
@@ -697,6 +698,14 @@ func (w *Worker) run(d delivery) {
 				return nil, errCancelled
 			case cur.Status == StatusRunning && cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
 				return nil, fmt.Errorf("%w (stream sequence %d): this copy is not run", errDuplicate, cur.StreamSeq)
+			// A copy must not take the id of a job waiting on its own
+			// message either (handed back, or queued by a Client on
+			// another queue or publication): it ran under that id, and
+			// the real job's message was then refused as reusing it.
+			case cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
+				return nil, fmt.Errorf("%w (stream sequence %d): this copy is not run", errQueued, cur.StreamSeq)
+			case queuedByAnother(cur, d):
+				return nil, fmt.Errorf("%w (queue %s, submitted with Nats-Msg-Id %s): this copy is not run", errQueued, cur.Queue, d.id)
 			}
 			st = cur
 			tookOver = cur.Status == StatusRunning && (cur.Attempt != d.attempt || cur.Worker != w.cfg.WorkerID)
@@ -712,7 +721,7 @@ func (w *Worker) run(d delivery) {
 		d.log.Info("not running job", "why", err)
 		_ = d.msg.Ack()
 		return
-	case errors.Is(err, errDuplicate), errors.Is(err, errReused):
+	case errors.Is(err, errDuplicate), errors.Is(err, errReused), errors.Is(err, errQueued):
 		// Another message with the id of a running or finished job: running
 		// it would do that job twice, dropping it would lose it without a
 		// word. It goes to the dead-letter stream with the reason (the
