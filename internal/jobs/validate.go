@@ -117,7 +117,7 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 		// minLength lets "   " through, and the loop would then fail the job
 		// ("task is empty") after it was taken: refused here, it is
 		// dead-lettered with the reason (and submit refuses it first).
-		return nil, fmt.Errorf("%w: at '/task': only white space", ErrSchema)
+		return nil, fmt.Errorf("%w%w: at '/task': only white space", ErrSchema, errBeyondSchema)
 	}
 	if err := checkHistory(j.History); err != nil {
 		return nil, err
@@ -125,13 +125,23 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 	return &j, nil
 }
 
+// errBeyondSchema marks the door's refusals of jobs the schema accepts
+// (checkEncoding, checkDuplicateNames, a blank task), for the decoder's
+// fuzz test, which holds the schema and the decoder to agree otherwise.
+// Its text is empty: the reasons read as before.
+var errBeyondSchema = beyondSchema{}
+
+type beyondSchema struct{}
+
+func (beyondSchema) Error() string { return "" }
+
 // checkEncoding refuses what encoding/json and the schema library accept
 // but change: bytes that are not UTF-8 each become U+FFFD, so the task run
 // would not be the task sent (RFC 8259 asks for UTF-8). A byte order mark
 // is named, rather than reported as a stray character 'ï'.
 func checkEncoding(data []byte) error {
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-		return fmt.Errorf("%w: it starts with a UTF-8 byte order mark (send the JSON without it)", ErrNotJSON)
+		return fmt.Errorf("%w%w: it starts with a UTF-8 byte order mark (send the JSON without it)", ErrNotJSON, errBeyondSchema)
 	}
 	if !utf8.Valid(data) {
 		n := 0
@@ -142,7 +152,7 @@ func checkEncoding(data []byte) error {
 			}
 			n += size
 		}
-		return fmt.Errorf("%w: not valid UTF-8 (at byte %d)", ErrNotJSON, n)
+		return fmt.Errorf("%w%w: not valid UTF-8 (at byte %d)", ErrNotJSON, errBeyondSchema, n)
 	}
 	return nil
 }
@@ -172,7 +182,7 @@ func checkDuplicateNames(data []byte) error {
 				}
 				name, _ := tok.(string)
 				if seen[name] {
-					return fmt.Errorf("%w: member %q appears twice at '%s'", ErrNotJSON, name, path)
+					return fmt.Errorf("%w%w: member %q appears twice at '%s'", ErrNotJSON, errBeyondSchema, name, path)
 				}
 				seen[name] = true
 				if err := value(path + "/" + name); err != nil {
