@@ -18,6 +18,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/textdist"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -90,7 +91,7 @@ func notACommand(pos []string) error {
 	meant, ok := commandLike[word]
 	if !ok {
 		for _, name := range []string{"status", "watch", "transcript", "cancel"} {
-			if d := editDistance(word, name); d > 0 && d <= max(1, len(name)/5) {
+			if d := textdist.Distance(word, name); d > 0 && d <= max(1, len(name)/5) {
 				meant, ok = name, true
 				break
 			}
@@ -101,33 +102,6 @@ func notACommand(pos []string) error {
 	}
 	return usagef("%q is not a command: did you mean submit %s %s? (to submit the task %q, quote it or give it after --)",
 		pos[0], meant, pos[1], strings.Join(pos, " "))
-}
-
-// editDistance is the optimal-string-alignment distance of a and b
-// (bytes): insertions, deletions, substitutions and swaps of neighbours
-// count one each, so "stauts" is one from "status".
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // apply sets the job fields given as flags. In batch mode flags are

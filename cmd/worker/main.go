@@ -110,7 +110,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if s.MCPConfig != "" {
 		var err error
 		if mcpCfg, err = toolcache.LoadConfig(s.MCPConfig); err != nil {
-			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
+			return fmt.Errorf("JETAGENT_MCP_CONFIG: %w", err) // the error names the file
 		}
 	}
 	var nc *nats.Conn
@@ -404,7 +404,7 @@ func tools(args []string, stdout io.Writer) error {
 	}
 	cfg, err := toolcache.LoadConfig(path)
 	if err != nil {
-		return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", path, err)
+		return fmt.Errorf("JETAGENT_MCP_CONFIG: %w", err) // the error names the file
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

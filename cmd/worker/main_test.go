@@ -115,6 +115,10 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 	if err := os.WriteFile(notJSON, []byte("{mcpServers: nope"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	misspelt := filepath.Join(files, "misspelt.json")
+	if err := os.WriteFile(misspelt, []byte(`{"mcpServers": {"x": {"command": "a", "sessionMod": "per-job"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		env  map[string]string
 		want string
@@ -130,7 +134,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_RETRY_DELAY": "1m", "JETAGENT_RETRY_DELAY_MAX": "30s"}, "invalid JETAGENT_RETRY_DELAY_MAX: 30s must not be below"},
 		{map[string]string{"JETAGENT_MAX_ROUNDS": "60"}, "invalid JETAGENT_MAX_ROUNDS: 60 exceeds MaxRoundsCap 50 (with JETAGENT_MAX_ROUNDS_CAP (default))"},
 		{map[string]string{"JETAGENT_CLIENT_TOOL_TIMEOUT": "0s"}, "invalid JETAGENT_CLIENT_TOOL_TIMEOUT: must be positive"},
-		{map[string]string{"JETAGENT_MCP_CONFIG": "/nonexistent/mcp.json"}, "JETAGENT_MCP_CONFIG=/nonexistent/mcp.json: toolcache: read config"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": "/nonexistent/mcp.json"}, "JETAGENT_MCP_CONFIG: toolcache: read config: open /nonexistent/mcp.json"},
 		{map[string]string{"OPENAI_BASE_URL": "http://x/v1?a=b"}, "invalid OPENAI_BASE_URL: \"http://x/v1?a=b\" must not have a query"},
 		{map[string]string{"JETAGENT_QUEUES": "a.b"}, `invalid JETAGENT_QUEUES: "a.b"`},
 		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
@@ -142,8 +146,9 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_SHUTDOWN_GRACE": "-1s"}, "invalid JETAGENT_SHUTDOWN_GRACE: must be positive (got -1s)"},
 		{map[string]string{"JETAGENT_DUPLICATE_WINDOW": "-1h"}, "invalid JETAGENT_DUPLICATE_WINDOW: must be positive (got -1h0m0s)"},
 		{map[string]string{"JETAGENT_MAX_DELIVER": "0"}, "invalid JETAGENT_MAX_DELIVER: must be at least 1 (got 0)"},
-		{map[string]string{"JETAGENT_MCP_CONFIG": notJSON}, "JETAGENT_MCP_CONFIG=" + notJSON + ": " + notJSON + ": toolcache: config is not valid JSON"},
-		{map[string]string{"JETAGENT_MCP_CONFIG": files}, "JETAGENT_MCP_CONFIG=" + files + ": toolcache: read config: read " + files + ": is a directory"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": notJSON}, "JETAGENT_MCP_CONFIG: " + notJSON + ": toolcache: config is not valid JSON"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": files}, "JETAGENT_MCP_CONFIG: toolcache: read config: read " + files + ": is a directory"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": misspelt}, "JETAGENT_MCP_CONFIG: " + misspelt + `: toolcache: server "x": unknown key "sessionMod": did you mean "sessionMode"?`},
 		{map[string]string{"JETAGENT_CODE_ABOVE": "100"}, "invalid JETAGENT_CODE_ABOVE: 100 must be 0 (off) or at least SearchAbove"},
 		{map[string]string{"JETAGENT_LISTEN": "4222"}, "invalid JETAGENT_LISTEN"},
 		{map[string]string{"NATS_URL": "nats://x:4222", "NATS_PASSWORD": "p"}, "NATS_PASSWORD is set but NATS_USER is not"},

@@ -3,6 +3,8 @@ package agentloop
 import (
 	"sort"
 	"strings"
+
+	"github.com/jetagent/jetagent/internal/textdist"
 )
 
 // closestNames returns up to n names nearest to name: names containing it
@@ -16,7 +18,7 @@ func closestNames(name string, names []string, n int) []string {
 	s := make([]scored, 0, len(names))
 	for _, c := range names {
 		lc := strings.ToLower(c)
-		d := levenshtein(lname, lc)
+		d := textdist.Distance(lname, lc)
 		if lname != "" && (strings.Contains(lc, lname) || strings.Contains(lname, lc)) {
 			d -= 100
 		}
@@ -33,25 +35,4 @@ func closestNames(name string, names []string, n int) []string {
 		out = append(out, s[i].name)
 	}
 	return out
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

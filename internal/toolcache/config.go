@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jetagent/jetagent/internal/textdist"
 )
 
 // Transport types of a server.
@@ -171,6 +175,9 @@ func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config
 		for _, name := range sortedKeys(m) {
 			if _, dup := cfg.Servers[name]; dup {
 				return Config{}, fmt.Errorf("toolcache: server %q: defined in both \"mcpServers\" and \"servers\"", name)
+			}
+			if err := nearMissKeys(m[name]); err != nil {
+				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, err)
 			}
 			dec := json.NewDecoder(bytes.NewReader(m[name]))
 			var sc ServerConfig
@@ -404,4 +411,48 @@ func globsAllow(allow, deny []string, names ...string) bool {
 		return false
 	}
 	return !match(deny)
+}
+
+// serverKeys are the keys of a server's entry that ServerConfig reads.
+var serverKeys = func() []string {
+	var keys []string
+	t := reflect.TypeFor[ServerConfig]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}()
+
+// nearMissKeys refuses a key of a server's entry that is not one of ours
+// but nearly is ("sessionMod", "calltimeout"): ignored, it would silently
+// leave the setting at its default. Other unknown keys are other clients'
+// settings (Cline's "autoApprove", "timeout", ...) and are ignored, so one
+// file can serve several clients.
+func nearMissKeys(entry json.RawMessage) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(entry, &m) != nil {
+		return nil // the decoder says what is wrong
+	}
+	for _, k := range sortedKeys(m) {
+		if slices.Contains(serverKeys, k) {
+			continue
+		}
+		// Short keys get one edit, long ones two: "enabled" (another
+		// client's) is two from "disabled" and must pass.
+		near := 0
+		switch {
+		case len(k) >= 8:
+			near = 2
+		case len(k) >= 5:
+			near = 1
+		}
+		for _, known := range serverKeys {
+			if strings.EqualFold(k, known) || textdist.Distance(strings.ToLower(k), strings.ToLower(known)) <= near {
+				return fmt.Errorf("unknown key %q: did you mean %q?", k, known)
+			}
+		}
+	}
+	return nil
 }

@@ -62,6 +62,16 @@ func TestParseConfig(t *testing.T) {
 		{name: "protocol with protocolVersion", in: `{"mcpServers": {"x": {"command": "a", "protocol": "2026-07-28", "protocolVersion": "2025-06-18"}}}`, err: `server "x": protocol and protocolVersion: give one`},
 		{name: "protocol over sse", in: `{"mcpServers": {"x": {"url": "http://a/sse", "type": "sse", "protocol": "2026-07-28"}}}`, err: `server "x": protocol: 2026-07-28 is not spoken over sse`},
 		{name: "not json", in: `{"mcpServers": `, err: "not valid JSON"},
+		// A misspelt key would leave its setting at the default, silently.
+		{name: "misspelt key", in: `{"mcpServers": {"x": {"command": "a", "sessionMod": "per-job"}}}`, err: `server "x": unknown key "sessionMod": did you mean "sessionMode"?`},
+		{name: "key in the wrong case", in: `{"mcpServers": {"x": {"command": "a", "calltimeout": "5s"}}}`, err: `unknown key "calltimeout": did you mean "callTimeout"?`},
+		{name: "swapped letters", in: `{"mcpServers": {"x": {"command": "a", "toolHitns": {}}}}`, err: `did you mean "toolHints"?`},
+		{
+			// Other clients' keys are theirs: one file serves several.
+			name: "other clients' keys are ignored",
+			in:   `{"mcpServers": {"x": {"command": "a", "autoApprove": ["read"], "alwaysAllow": [], "timeout": 60, "transportType": "stdio", "enabled": true, "envFile": "x.env", "name": "x"}}}`,
+			want: map[string]ServerConfig{"x": {Command: "a", Type: TypeStdio, SessionMode: SessionShared}},
+		},
 		{name: "no servers key", in: `{"tools": {}}`, err: `neither "mcpServers" nor "servers"`},
 		{name: "both command and url", in: `{"mcpServers": {"x": {"command": "a", "url": "http://b"}}}`, err: `server "x": command and url`},
 		{name: "neither", in: `{"mcpServers": {"x": {"args": ["a"]}}}`, err: `server "x": command or url`},
