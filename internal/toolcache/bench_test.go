@@ -65,7 +65,7 @@ func BenchmarkConnect(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := sess.listTools(ctx); err != nil {
+				if _, _, err := sess.listTools(ctx); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()

@@ -20,7 +20,19 @@
 // (on 2026-07-28 over HTTP, closing the request's stream is the
 // cancellation). Close leaves no child process behind: each child runs in
 // its own process group, which is killed after the graceful stdin close /
-// SIGTERM, and Pdeathsig kills it if the worker dies first.
+// SIGTERM, and Pdeathsig kills it if the worker dies first. A session that
+// dies within seconds of connecting counts as a failed attempt (the first
+// such death reconnects at once, later ones back off), so a server that
+// exits after every handshake is not respawned in a loop.
+//
+// What a bad server can cost is bounded: list_changed re-reads at most twice
+// a second however many notifications arrive; an HTTP response body is cut
+// at 64 MiB (an event stream, per line) and an HTTP error body at 2 KiB in
+// the error; a tool definition without a name or with an unusable schema is
+// left out (and logged), not the server's whole list; a tools/call result
+// mcp-go cannot decode (unknown content types, isError without content) is
+// still given to the model. Not bounded: one line a stdio server writes to
+// stdout (mcp-go reads it whole).
 //
 // Sessions use mcp-go's client API (Initialize, ListTools, CallTool,
 // resources, Ping/Discover, Listen); session_raw.go is the small part that

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(testServerEnv); name != "" {
 		os.Exit(serveStdio(name))
 	}
+	if mode := os.Getenv(hostileServerEnv); mode != "" {
+		os.Exit(serveHostile(mode))
+	}
 	goleak.VerifyTestMain(m)
 }
 

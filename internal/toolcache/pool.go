@@ -36,6 +36,17 @@ const (
 	DefaultBackoffMax     = 30 * time.Second
 )
 
+const (
+	// listChangedGap is the least time between two tools/list re-reads that
+	// notifications/tools/list_changed asks for: a server that sends
+	// thousands a second gets a re-read twice a second, not a busy loop.
+	listChangedGap = 500 * time.Millisecond
+	// stableSession is how long a session must have lived for its death to
+	// reset the backoff. A server that exits right after the handshake
+	// would otherwise be respawned in a tight loop: each connect succeeds.
+	stableSession = 5 * time.Second
+)
+
 // Settings are the pool's timings an operator may want to change. Start from
 // DefaultSettings, set fields, and pass WithSettings; NewPool rejects invalid
 // values with an error naming the field.
@@ -449,6 +460,9 @@ func (c *serverConn) run() {
 	first := true
 	var sess *session
 	misses := 0 // health checks in a row that went unanswered (and counted)
+	var connectedAt, lastSync time.Time
+	var resyncLater <-chan time.Time // a rate-limited list_changed re-read
+	flaps := 0                       // sessions in a row that died young
 	defer func() {
 		if sess != nil {
 			_ = sess.close()
@@ -485,19 +499,52 @@ func (c *serverConn) run() {
 					return
 				}
 			}
-			bo.Reset()
-			sess, misses = s, 0
+			sess, misses, connectedAt = s, 0, time.Now()
+			lastSync, resyncLater = connectedAt, nil
 			log.Debug("MCP server connected", "connect_time", s.connectTime, "protocol", s.protocol, "pid", s.pid)
 		}
 		select {
 		case <-c.p.ctx.Done():
 			return
 		case <-sess.dead:
-			log.Warn("MCP session lost; reconnecting", "err", sess.deadErr)
+			// Unpublish it here too: onDead may have run before connect set it.
+			c.sessionDied(sess)
 			_ = sess.close()
+			// Only a session that lived resets the backoff; one that died
+			// young counts as a failed attempt, but the first such death
+			// reconnects at once (a single crash costs no wait).
+			var wait time.Duration
+			if time.Since(connectedAt) >= stableSession {
+				bo.Reset()
+				flaps = 0
+			} else if flaps++; flaps > 1 {
+				wait = bo.NextBackOff()
+			}
+			log.Warn("MCP session lost; reconnecting", "err", sess.deadErr, "retry_in", wait)
 			sess = nil
+			if wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-c.p.ctx.Done():
+					return
+				}
+			}
 		case <-c.resync:
+			// Rate-limited: see listChangedGap. One already scheduled
+			// covers this one too.
+			if resyncLater != nil {
+				continue
+			}
+			if d := listChangedGap - time.Since(lastSync); d > 0 {
+				resyncLater = time.After(d)
+				continue
+			}
 			c.syncTools(sess, log)
+			lastSync = time.Now()
+		case <-resyncLater:
+			resyncLater = nil
+			c.syncTools(sess, log)
+			lastSync = time.Now()
 		case <-resync:
 			c.syncTools(sess, log)
 		case <-health:
@@ -552,15 +599,27 @@ func (c *serverConn) connect(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	lctx, cancel := context.WithTimeout(ctx, c.p.opts.ConnectTimeout)
-	tools, err := s.listTools(lctx)
+	tools, skipped, err := s.listTools(lctx)
 	cancel()
 	if err != nil {
 		_ = s.close()
 		return nil, err
 	}
+	if len(skipped) > 0 {
+		c.p.opts.logger.Warn("MCP tool definitions left out", "mcp_server", c.name, "count", len(skipped), "err", errors.Join(skipped...))
+	}
 	s.connectTime = time.Since(start) // spawn/dial + initialize + tools/list
-	s.onDead = c.sessionDied
+	died := c.sessionDied
+	s.onDead.Store(&died)
 	c.mu.Lock()
+	if s.isDead() {
+		// It died before onDead was set (a server that exits right after
+		// tools/list): publishing it would hand calls a dead session.
+		c.mu.Unlock()
+		err := fmt.Errorf("%w: %w%s", ErrSessionLost, s.deadErr, s.stderrHint())
+		_ = s.close()
+		return nil, err
+	}
 	c.sess = s
 	c.state, c.lastErr, c.since = StateReady, nil, time.Now()
 	c.connects++
@@ -587,10 +646,13 @@ func (c *serverConn) sessionDied(s *session) {
 func (c *serverConn) syncTools(s *session, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(c.p.ctx, c.p.opts.ConnectTimeout)
 	defer cancel()
-	tools, err := s.listTools(ctx)
+	tools, skipped, err := s.listTools(ctx)
 	if err != nil {
 		log.Warn("MCP tools/list failed", "err", err)
 		return
+	}
+	if len(skipped) > 0 {
+		log.Warn("MCP tool definitions left out", "count", len(skipped), "err", errors.Join(skipped...))
 	}
 	c.setTools(tools)
 }

@@ -1,6 +1,7 @@
 package toolcache
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,7 +51,9 @@ type session struct {
 	dead     chan struct{} // closed once the session is known broken or closed
 	deadOnce sync.Once
 	deadErr  error          // set before dead is closed
-	onDead   func(*session) // set before the session is published; may be nil
+	// onDead is set by the owner after dial, while the child may already be
+	// exiting (markDead runs on the stderr watcher): hence atomic.
+	onDead atomic.Pointer[func(*session)]
 
 	stderr *tailBuffer   // a child's stderr, complete once exited is closed
 	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
@@ -58,6 +61,8 @@ type session struct {
 	ctx    context.Context    // the process/session context, ended by close
 	cancel context.CancelFunc // ends ctx (last resort kill)
 	http   *http.Client       // an HTTP or SSE session's own client
+	// tooLarge: a response of http was cut off at maxMessageBytes.
+	tooLarge atomic.Bool
 	wg     sync.WaitGroup     // the stderr watcher, the listen loop, cancellations
 
 	// modern: the session speaks 2026-07-28 (no handshake, no session).
@@ -123,7 +128,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		tr = stdio
 	case TypeHTTP:
 		// Each session has its own connection pool: see newHTTPClient.
-		s.http = newHTTPClient()
+		s.http = newHTTPClient(&s.tooLarge)
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithHTTPLogger(d.logger)}
 		if !modernProtocol(cfg.Protocol) {
 			// On 2025-11-25, notifications/tools/list_changed sent while no
@@ -143,7 +148,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		}
 		tr = t
 	case TypeSSE:
-		s.http = newHTTPClient()
+		s.http = newHTTPClient(&s.tooLarge)
 		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(d.logger)}
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, transport.WithHeaders(cfg.Headers))
@@ -215,6 +220,9 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		// mcp-go falls back to initialize when server/discover fails.
 		err = fmt.Errorf("the server does not speak protocol %s (it answered the initialize handshake at %s)", version, res.ProtocolVersion)
 	}
+	if err != nil && s.tooLarge.Load() && !errors.Is(err, errMessageTooLarge) {
+		err = fmt.Errorf("%w (%w)", err, errMessageTooLarge)
+	}
 	if err != nil {
 		// A server that fails the handshake usually says why on stderr.
 		s.awaitStderr(transportBroken(err, false))
@@ -265,8 +273,82 @@ func (s *session) listen(log *slog.Logger) {
 // may CloseIdleConnections on (httptest.Server.Close does): a request that is
 // just taking an idle connection then fails ("CloseIdleConnections called"),
 // which here fails a handshake or a call.
-func newHTTPClient() *http.Client {
-	return &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+//
+// Its responses are bounded (see boundedTransport).
+func newHTTPClient(tooLarge *atomic.Bool) *http.Client {
+	return &http.Client{Transport: boundedTransport{http.DefaultTransport.(*http.Transport).Clone(), tooLarge}}
+}
+
+// Bounds on what an HTTP server can make the pool hold in memory: mcp-go
+// reads JSON bodies with io.ReadAll or a json.Decoder and SSE streams line by
+// line with bufio, none of them bounded, so a response that never ends
+// would grow until the request's deadline (a call may have none).
+const (
+	// maxMessageBytes bounds one JSON body, and one line of an event
+	// stream (one message). Far above any sane tools/list or result.
+	maxMessageBytes = 64 << 20
+	// maxErrorBodyBytes is how much of a failed request's body mcp-go gets
+	// to put into its error ("request failed with status 500: <body>").
+	maxErrorBodyBytes = 2 << 10
+)
+
+// errMessageTooLarge is what a read beyond maxMessageBytes fails with.
+var errMessageTooLarge = fmt.Errorf("message larger than %d MiB", maxMessageBytes>>20)
+
+// boundedTransport limits response bodies: an error response to its first
+// maxErrorBodyBytes, a JSON body to maxMessageBytes, an event stream to
+// maxMessageBytes between two newlines (the stream itself may last forever).
+// A body cut off sets tooLarge: mcp-go does not always pass the read's
+// error on (an SSE stream cut off fails with "unexpected nil response").
+type boundedTransport struct {
+	base     http.RoundTripper
+	tooLarge *atomic.Bool
+}
+
+func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	switch {
+	case resp.StatusCode >= 300:
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxErrorBodyBytes, eof: true}
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxMessageBytes, perLine: true, tooLarge: t.tooLarge}
+	default:
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxMessageBytes, tooLarge: t.tooLarge}
+	}
+	return resp, nil
+}
+
+// limitedBody fails (or, with eof, ends) once left bytes have been read;
+// with perLine, left starts again after each newline.
+type limitedBody struct {
+	io.ReadCloser
+	left    int
+	perLine  bool
+	eof      bool
+	tooLarge *atomic.Bool
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if b.eof {
+			return 0, io.EOF
+		}
+		b.tooLarge.Store(true)
+		return 0, errMessageTooLarge
+	}
+	if len(p) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); b.perLine && i >= 0 {
+		b.left = maxMessageBytes - (n - 1 - i)
+	} else {
+		b.left -= n
+	}
+	return n, err
 }
 
 // protocolFor is the version the session asks for. Protocol (2026-07-28)
@@ -298,8 +380,8 @@ func envList(env map[string]string) []string {
 func (s *session) markDead(err error) {
 	s.deadOnce.Do(func() {
 		s.deadErr = err
-		if s.onDead != nil {
-			s.onDead(s)
+		if f := s.onDead.Load(); f != nil {
+			(*f)(s)
 		}
 		close(s.dead)
 	})
@@ -402,6 +484,9 @@ func (s *session) do(ctx context.Context, method string, f func(context.Context)
 		ctx, cp = withCapture(ctx)
 	}
 	err := f(ctx)
+	if err != nil && s.tooLarge.CompareAndSwap(true, false) && !errors.Is(err, errMessageTooLarge) {
+		err = fmt.Errorf("%w (%w)", err, errMessageTooLarge)
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -446,16 +531,17 @@ func transportBroken(err error, modern bool) bool {
 }
 
 // listTools reads the whole (paginated) tool list through mcp-go's
-// ListTools, keeping schemas verbatim (rawToolsList).
-func (s *session) listTools(ctx context.Context) ([]Tool, error) {
+// ListTools, keeping schemas verbatim (rawToolsList). skipped says which
+// tool definitions were unusable and left out.
+func (s *session) listTools(ctx context.Context) (tools []Tool, skipped []error, err error) {
 	ctx, cp := withCapture(ctx)
 	var res *mcp.ListToolsResult
-	err := s.do(ctx, string(mcp.MethodToolsList), func(ctx context.Context) (err error) {
+	err = s.do(ctx, string(mcp.MethodToolsList), func(ctx context.Context) (err error) {
 		res, err = s.c.ListTools(ctx, mcp.ListToolsRequest{})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return s.rawToolsList(cp.raw(), res.Tools)
 }
@@ -475,6 +561,7 @@ func (s *session) callTool(ctx context.Context, original string, args json.RawMe
 		return Result{}, fmt.Errorf("%w: server %q: %w", ErrSessionLost, s.server, s.deadErr)
 	}
 	defer func() { <-s.sem }()
+	ctx, cp := withCapture(ctx)
 	var res *mcp.CallToolResult
 	err := s.do(ctx, string(mcp.MethodToolsCall), func(ctx context.Context) (err error) {
 		req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: original, Arguments: args}}
@@ -486,9 +573,46 @@ func (s *session) callTool(ctx context.Context, original string, args json.RawMe
 		return err
 	})
 	if err != nil {
+		var rpcErr *RPCError
+		if raw := cp.raw(); len(raw) > 0 && !errors.As(err, &rpcErr) && !errors.Is(err, ErrSessionLost) && ctx.Err() == nil {
+			// The server answered but mcp-go refused the result: content
+			// of a type it does not know (newer protocols add some), or
+			// isError without content. The answer is still the tool's.
+			if r, ok := lenientResult(raw[len(raw)-1]); ok {
+				return r, nil
+			}
+		}
 		return Result{}, err
 	}
 	return flattenResult(res), nil
+}
+
+// lenientResult reads a tools/call result mcp-go could not decode: each
+// content item it knows is flattened as usual, others are summarised by
+// type, and an error without content says so.
+func lenientResult(raw json.RawMessage) (Result, bool) {
+	var r struct {
+		Content           []map[string]any `json:"content"`
+		IsError           bool             `json:"isError"`
+		StructuredContent json.RawMessage  `json:"structuredContent"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return Result{}, false
+	}
+	res := &mcp.CallToolResult{IsError: r.IsError, RawStructuredContent: r.StructuredContent}
+	for _, m := range r.Content {
+		c, err := mcp.ParseContent(m)
+		if err != nil {
+			typ, _ := m["type"].(string)
+			c = mcp.NewTextContent(fmt.Sprintf("[content of unknown type %q]", typ))
+		}
+		res.Content = append(res.Content, c)
+	}
+	out := flattenResult(res)
+	if out.IsError && out.Text == "" {
+		out.Text = "the tool reported an error and said nothing more"
+	}
+	return out, true
 }
 
 // healthCheck asks the server whether it is there: ping on 2025-11-25;

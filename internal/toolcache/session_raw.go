@@ -203,25 +203,28 @@ func (s *session) sendCancelled(id mcp.RequestId, cause error) {
 // rawToolsList decodes the tools of the tools/list results the tap captured,
 // keeping schemas verbatim. kept names the tools mcp-go's ListTools returned:
 // on 2026-07-28 over HTTP it drops tools whose x-mcp-header annotations are
-// invalid, as the protocol requires, and so does this.
-func (s *session) rawToolsList(pages []json.RawMessage, kept []mcp.Tool) ([]Tool, error) {
+// invalid, as the protocol requires, and so does this. Tools whose
+// definitions are unusable are left out and reported in skipped.
+func (s *session) rawToolsList(pages []json.RawMessage, kept []mcp.Tool) (tools []Tool, skipped []error, err error) {
 	keep := make(map[string]bool, len(kept))
 	for _, t := range kept {
 		keep[t.Name] = true
 	}
-	var tools []Tool
 	seen := map[string]bool{}
 	for _, raw := range pages {
 		var page struct {
 			Tools []json.RawMessage `json:"tools"`
 		}
 		if err := json.Unmarshal(raw, &page); err != nil {
-			return nil, fmt.Errorf("server %q: tools/list: %w", s.server, err)
+			return nil, nil, fmt.Errorf("server %q: tools/list: %w", s.server, err)
 		}
 		for _, rt := range page.Tools {
 			t, err := toolFromRaw(s.server, rt)
 			if err != nil {
-				return nil, fmt.Errorf("server %q: tools/list: %w", s.server, err)
+				// One broken definition (no name, a schema that is not an
+				// object) costs that tool, not the server's whole list.
+				skipped = append(skipped, err)
+				continue
 			}
 			if keep[t.Original] && !seen[t.Original] && s.cfg.toolAllowed(t.Original) {
 				seen[t.Original] = true
@@ -231,5 +234,5 @@ func (s *session) rawToolsList(pages []json.RawMessage, kept []mcp.Tool) ([]Tool
 		}
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Original < tools[j].Original })
-	return tools, nil
+	return tools, skipped, nil
 }

@@ -1,0 +1,189 @@
+package toolcache
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// hostileServerEnv makes the test binary run as a badly written (or
+// malicious) stdio MCP server that speaks JSON-RPC by hand, so it can do
+// what no mcp-go server would: hang in initialize, write garbage, loop its
+// cursors, flood notifications. The value is the behaviour:
+//
+//	noinit        reads requests and never answers any
+//	garbage       writes non-JSON lines and a partial line, then serves
+//	stderrflood   writes to stderr without pause while serving
+//	exitafterlist answers initialize and tools/list, then exits
+//	listflood     after initialize, sends notifications/tools/list_changed
+//	              without pause (and serves)
+//	cursorloop    tools/list pages A -> B -> A forever
+//	hugelist      50,000 tools
+//	bigschema     one tool with a 20 MB input schema
+//	bigresult     tools/call answers 50 MB of text
+//	names         tool names that collide after sanitising, unicode, spaces,
+//	              200 characters, a duplicate, an empty name
+//	oddresults    tools/call answers isError without content, content of an
+//	              unknown type, a resource link
+//
+// Every server that serves has the tool echo(text). hostileCountEnv, when
+// set, is a file to which each start appends a line (to count restarts).
+const (
+	hostileServerEnv = "TOOLCACHE_TEST_HOSTILE"
+	hostileCountEnv  = "TOOLCACHE_TEST_HOSTILE_COUNT"
+)
+
+func hostileServer(mode string, env map[string]string) ServerConfig {
+	e := map[string]string{hostileServerEnv: mode, "GORACE": "atexit_sleep_ms=0"}
+	for k, v := range env {
+		e[k] = v
+	}
+	return ServerConfig{Command: os.Args[0], Args: []string{"-test.run=^$"}, Env: e}
+}
+
+func serveHostile(mode string) int {
+	if f := os.Getenv(hostileCountEnv); f != "" {
+		if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			fmt.Fprintln(fh, os.Getpid())
+			fh.Close()
+		}
+	}
+	out := bufio.NewWriterSize(os.Stdout, 1<<20)
+	var mu sync.Mutex
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		mu.Lock()
+		defer mu.Unlock()
+		out.Write(b)
+		out.WriteByte('\n')
+		out.Flush()
+	}
+	raw := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		out.WriteString(s)
+		out.Flush()
+	}
+	if mode == "stderrflood" {
+		go func() {
+			line := strings.Repeat("noise ", 100) + "\n"
+			for {
+				if _, err := os.Stderr.WriteString(line); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	echo := map[string]any{"name": "echo", "description": "Echo the text back.",
+		"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}
+	tools := func(cursor string) (list []any, next string) {
+		switch mode {
+		case "cursorloop":
+			if cursor == "A" {
+				return []any{echo}, "B"
+			}
+			return []any{echo}, "A"
+		case "hugelist":
+			list = []any{echo}
+			for i := range 50000 {
+				list = append(list, map[string]any{"name": "tool_" + strconv.Itoa(i), "description": "Generated tool number " + strconv.Itoa(i),
+					"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "integer"}}}})
+			}
+			return list, ""
+		case "bigschema":
+			props := map[string]any{}
+			for i := 0; len(props) < 250000; i++ {
+				props["field_with_a_long_name_"+strconv.Itoa(i)] = map[string]any{"type": "string", "description": "padding padding padding"}
+			}
+			return []any{echo, map[string]any{"name": "big", "inputSchema": map[string]any{"type": "object", "properties": props}}}, ""
+		case "names":
+			list = []any{echo}
+			for _, n := range []string{"a.b", "a b", "a/b", "a-b", "日本語", "emoji🙂", "with space", strings.Repeat("x", 200), strings.Repeat("x", 199) + "y", "dup", "dup", ""} {
+				list = append(list, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+			}
+			return list, ""
+		}
+		return []any{echo}, ""
+	}
+	var lists atomic.Int64 // tools/list requests seen
+	in := bufio.NewReaderSize(os.Stdin, 1<<16)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return 0
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Cursor    string         `json:"cursor"`
+				Name      string         `json:"name"`
+				Arguments map[string]any `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &req) != nil || len(req.ID) == 0 {
+			if req.Method == "notifications/initialized" && mode == "listflood" {
+				go func() {
+					n := map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+					for {
+						send(n)
+					}
+				}()
+			}
+			continue
+		}
+		if mode == "noinit" {
+			continue
+		}
+		reply := func(result any) { send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result}) }
+		switch req.Method {
+		case "initialize":
+			if mode == "garbage" {
+				raw("this is not JSON\n{\"jsonrpc\":\"2.0\",\"id\":\n\x00\x01\x02 binary\n[1,2,3]\n\"a string\"\n{}\n")
+			}
+			reply(map[string]any{"protocolVersion": "2025-11-25", "serverInfo": map[string]any{"name": mode, "version": "0"},
+				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}})
+		case "tools/list":
+			lists.Add(1)
+			list, next := tools(req.Params.Cursor)
+			res := map[string]any{"tools": list}
+			if next != "" {
+				res["nextCursor"] = next
+			}
+			reply(res)
+			if mode == "exitafterlist" {
+				return 0
+			}
+			if mode == "garbage" {
+				raw("{\"partial\": tr") // a line cut off; the next message follows it
+			}
+		case "tools/call":
+			switch {
+			case mode == "bigresult":
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("0123456789", 5<<20)}}})
+			case fmt.Sprint(req.Params.Arguments["text"]) == "lists":
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strconv.FormatInt(lists.Load(), 10)}}})
+			case mode == "oddresults" && req.Params.Name == "echo":
+				switch fmt.Sprint(req.Params.Arguments["text"]) {
+				case "iserror":
+					reply(map[string]any{"isError": true})
+				case "unknown":
+					reply(map[string]any{"content": []any{map[string]any{"type": "hologram", "data": "x"}, map[string]any{"type": "text", "text": "after"}}})
+				case "link":
+					reply(map[string]any{"content": []any{map[string]any{"type": "resource_link", "uri": "file:///etc/hosts", "name": "hosts", "mimeType": "text/plain"}}})
+				}
+			default:
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": fmt.Sprint(req.Params.Arguments["text"])}}})
+			}
+		case "ping":
+			reply(map[string]any{})
+		default:
+			send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+		}
+	}
+}

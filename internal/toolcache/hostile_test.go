@@ -1,0 +1,420 @@
+package toolcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// logRecords is a slog handler that hands every record to a channel, so a
+// test can wait for the pool to report something.
+type logRecords chan slog.Record
+
+func (l logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l logRecords) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case l <- r.Clone():
+	default:
+	}
+	return nil
+}
+func (l logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l logRecords) WithGroup(string) slog.Handler      { return l }
+
+// next waits for the next record whose message is msg.
+func (l logRecords) next(t *testing.T, msg string, within time.Duration) slog.Record {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case r := <-l:
+			if r.Message == msg {
+				return r
+			}
+		case <-timeout:
+			t.Fatalf("no log %q within %s", msg, within)
+			return slog.Record{}
+		}
+	}
+}
+
+func attr(r slog.Record, key string) slog.Value {
+	var v slog.Value
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+func statusOf(p *Pool, name string) ServerStatus {
+	for _, st := range p.Status() {
+		if st.Name == name {
+			return st
+		}
+	}
+	return ServerStatus{}
+}
+
+// hostileCase is one badly behaved stdio server ("bad") beside a good one
+// ("good", in process); after check, "good" must still answer.
+type hostileCase struct {
+	mode     string
+	settings func(*Settings)
+	check    func(t *testing.T, p *Pool, v *View, logs logRecords, count string)
+}
+
+// callErr calls name with text and returns the result and error.
+func callErr(v *View, name, text string) (Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, _ := json.Marshal(map[string]string{"text": text})
+	return v.CallTool(ctx, name, b)
+}
+
+func TestHostileStdioServers(t *testing.T) {
+	t.Parallel()
+	cases := []hostileCase{
+		{mode: "noinit", settings: func(s *Settings) { s.ConnectTimeout = 2 * time.Second }, check: func(t *testing.T, p *Pool, v *View, logs logRecords, _ string) {
+			st := statusOf(p, "bad")
+			if st.State == StateReady || !strings.Contains(st.Error, "initialize") || !strings.Contains(st.Error, "deadline") {
+				t.Errorf("status = %+v, want a failed initialize with its deadline", st)
+			}
+			// It is retried after a backoff; each attempt gives up at its
+			// connect timeout, not before, not much later.
+			var last time.Time
+			for i := range 3 {
+				r := logs.next(t, "MCP server connection failed", 20*time.Second)
+				if w := attr(r, "retry_in").Duration(); w <= 0 {
+					t.Errorf("attempt %d: retry in %s", i, w)
+				}
+				if !last.IsZero() {
+					if d := r.Time.Sub(last); d < 2*time.Second || d > 2*time.Second+time.Second+5*time.Second {
+						t.Errorf("attempts %s apart, connect timeout 2s", d)
+					}
+				}
+				last = r.Time
+			}
+			_, err := v.CallTool(context.Background(), "bad_tool_never_listed", nil)
+			if !errors.Is(err, ErrUnknownTool) {
+				t.Errorf("call: %v", err)
+			}
+		}},
+		{mode: "garbage", check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			// The partial line written after tools/list swallows the next
+			// message, the answer to this call: it ends at its deadline.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if _, err := v.CallTool(ctx, "bad__echo", json.RawMessage(`{"text":"lost"}`)); err != nil &&
+				(!errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `server "bad"`)) {
+				t.Errorf("call after a partial line: %v", err)
+			}
+			for i := range 3 {
+				res, err := callErr(v, "bad__echo", "hi"+strconv.Itoa(i))
+				if err != nil || res.Text != "hi"+strconv.Itoa(i) {
+					t.Fatalf("echo = %+v, %v", res, err)
+				}
+			}
+		}},
+		{mode: "stderrflood", check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			for i := range 20 {
+				if res, err := callErr(v, "bad__echo", "x"); err != nil || res.Text != "x" {
+					t.Fatalf("echo %d = %+v, %v", i, res, err)
+				}
+			}
+		}},
+		{mode: "exitafterlist", settings: func(s *Settings) { s.BackoffInitial, s.BackoffMax = 100*time.Millisecond, 2*time.Second },
+			check: func(t *testing.T, p *Pool, v *View, logs logRecords, count string) {
+				// Sessions that die at once are reconnected with backoff, not in a loop.
+				start := time.Now()
+				var waits []time.Duration
+				timeout := time.After(30 * time.Second)
+				for len(waits) < 5 {
+					select {
+					case r := <-logs:
+						// The child may die before or after the session is published.
+						if r.Message == "MCP session lost; reconnecting" || r.Message == "MCP server connection failed" {
+							waits = append(waits, attr(r, "retry_in").Duration())
+						}
+					case <-timeout:
+						t.Fatalf("only %d reconnects logged within 30s: %v", len(waits), waits)
+					}
+				}
+				// The first published session to die reconnects at once (a
+				// single crash costs no wait); every other reconnect backs off.
+				zero := 0
+				for _, w := range waits {
+					if w <= 0 {
+						zero++
+					}
+				}
+				if zero > 1 {
+					t.Errorf("%d reconnects without a wait: %v", zero, waits)
+				}
+				b, _ := os.ReadFile(count)
+				if n := strings.Count(string(b), "\n"); n > len(waits)+2 {
+					t.Errorf("%d starts in %s for %d reconnects logged", n, time.Since(start), len(waits))
+				}
+				if st := statusOf(p, "bad"); st.State != StateReady && !strings.Contains(st.Error, "exited") {
+					t.Errorf("status = %+v", st)
+				}
+			}},
+		{mode: "listflood", check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			changes := make(chan struct{}, 1000)
+			p.Registry().OnChange(func() {
+				select {
+				case changes <- struct{}{}:
+				default:
+				}
+			})
+			lists := func() int {
+				t.Helper()
+				res, err := callErr(v, "bad__echo", "lists")
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, _ := strconv.Atoi(res.Text)
+				return n
+			}
+			start, before := time.Now(), lists()
+			for i := range 50 {
+				cs := time.Now()
+				if res, err := callErr(v, "bad__echo", "x"); err != nil || res.Text != "x" {
+					t.Fatalf("echo %d = %+v, %v", i, res, err)
+				}
+				if d := time.Since(cs); d > 5*time.Second {
+					t.Errorf("echo %d took %s", i, d)
+				}
+			}
+			n := lists() - before
+			elapsed := time.Since(start)
+			if limit := int(elapsed/listChangedGap) + 2; n > limit {
+				t.Errorf("%d tools/list in %s of list_changed flood, want at most %d (connects %d)", n, elapsed, limit, statusOf(p, "bad").Connects)
+			}
+			if len(changes) > 0 {
+				t.Errorf("the registry changed %d times; the list never did", len(changes))
+			}
+		}},
+		{mode: "cursorloop", settings: func(s *Settings) { s.ConnectTimeout = 5 * time.Second }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			st := statusOf(p, "bad")
+			if st.State == StateReady || !strings.Contains(st.Error, "cursor") {
+				t.Errorf("status = %+v, want a repeated-cursor failure", st)
+			}
+			if _, ok := p.Registry().Get("bad__echo"); ok {
+				t.Errorf("a failed server's tool is listed")
+			}
+		}},
+		{mode: "hugelist", settings: func(s *Settings) { s.ConnectTimeout = 60 * time.Second }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			if st := statusOf(p, "bad"); st.State != StateReady || st.Tools != 50001 {
+				t.Fatalf("status = %+v", st)
+			}
+			if _, ok := p.Registry().Get("tool_49999"); !ok {
+				t.Errorf("tool_49999 missing")
+			}
+			// The catalog's search index is built (and waited for: it is the
+			// registry's own goroutine, which would outlive the test).
+			if hits := p.Registry().Search("generated tool number 123", 3); len(hits) == 0 {
+				t.Errorf("no search hits")
+			}
+			if res, err := callErr(v, "tool_7", "x"); err != nil || res.Text != "x" {
+				t.Errorf("tool_7 = %+v, %v", res, err)
+			}
+		}},
+		{mode: "bigschema", settings: func(s *Settings) { s.ConnectTimeout = 60 * time.Second }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			tool, ok := p.Registry().Get("big")
+			if !ok || len(tool.InputSchema) < 20<<20 {
+				t.Fatalf("big: %v, %d bytes", ok, len(tool.InputSchema))
+			}
+			if hits := p.Registry().Search("echo text", 3); len(hits) == 0 {
+				t.Errorf("no search hits")
+			}
+		}},
+		{mode: "bigresult", settings: func(s *Settings) { s.ConnectTimeout = 60 * time.Second }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			res, err := callErr(v, "bad__echo", "x")
+			if err != nil || len(res.Text) != 50<<20 {
+				t.Fatalf("result: %d bytes, %v", len(res.Text), err)
+			}
+		}},
+		{mode: "names", check: func(t *testing.T, p *Pool, v *View, logs logRecords, _ string) {
+			// The nameless tool is left out, and said to be; the rest stay.
+			if r := logs.next(t, "MCP tool definitions left out", 10*time.Second); !strings.Contains(attr(r, "err").String(), "without a name") {
+				t.Errorf("left out: %v", attr(r, "err"))
+			}
+			seen := map[string]string{}
+			originals := map[string]bool{}
+			for _, tool := range p.Registry().List() {
+				if !ValidName(tool.Name) {
+					t.Errorf("invalid name %q (for %q)", tool.Name, tool.Original)
+				}
+				if o, dup := seen[tool.Name]; dup {
+					t.Errorf("%q names both %q and %q", tool.Name, o, tool.Original)
+				}
+				seen[tool.Name] = tool.Original
+				if tool.Server == "bad" {
+					originals[tool.Original] = true
+				}
+			}
+			for _, o := range []string{"a.b", "a b", "a/b", "a-b", "日本語", "emoji🙂", "with space", strings.Repeat("x", 200), strings.Repeat("x", 199) + "y", "dup"} {
+				if !originals[o] {
+					t.Errorf("tool %q missing: %v", o, p.Registry().Names())
+				}
+			}
+			// echo is offered by both servers: each is qualified.
+			for _, n := range []string{"bad__echo", "good__echo"} {
+				if _, ok := p.Registry().Get(n); !ok {
+					t.Errorf("%s missing", n)
+				}
+			}
+		}},
+		{mode: "oddresults", check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			res, err := callErr(v, "bad__echo", "iserror")
+			if err != nil || !res.IsError || res.Text == "" {
+				t.Errorf("isError without content: %+v, %v", res, err)
+			}
+			res, err = callErr(v, "bad__echo", "unknown")
+			if err != nil || !strings.Contains(res.Text, "after") {
+				t.Errorf("unknown content type: %+v, %v", res, err)
+			}
+			res, err = callErr(v, "bad__echo", "link")
+			if err != nil || !strings.Contains(res.Text, "file:///etc/hosts") {
+				t.Errorf("resource link: %+v, %v", res, err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			count := filepath.Join(t.TempDir(), "starts")
+			s := DefaultSettings()
+			s.ConnectTimeout, s.BackoffInitial, s.BackoffMax = 10*time.Second, 100*time.Millisecond, time.Second
+			s.HealthInterval = 0
+			if tc.settings != nil {
+				tc.settings(&s)
+			}
+			logs := make(logRecords, 1000)
+			start := time.Now()
+			p := newTestPool(t, Config{Servers: map[string]ServerConfig{"bad": hostileServer(tc.mode, map[string]string{hostileCountEnv: count})}},
+				WithSettings(s), WithLogger(slog.New(logs)),
+				WithInProcessServer("good", newTestMCPServer("good"), ServerConfig{}))
+			if d := time.Since(start); d > s.ConnectTimeout+5*time.Second {
+				t.Errorf("NewPool took %s (connect timeout %s)", d, s.ConnectTimeout)
+			}
+			v := newTestView(t, p, nil, nil, nil)
+			tc.check(t, p, v, logs, count)
+			good := "echo"
+			if _, ok := p.Registry().Get("good__echo"); ok {
+				good = "good__echo"
+			}
+			if res := call(t, v, good, map[string]any{"text": "still here"}); res.Text != "still here" {
+				t.Errorf("good echo = %q", res.Text)
+			}
+		})
+	}
+}
+
+// TestHostileHTTPServers points the pool at HTTP endpoints that are not
+// (or not only) MCP servers; a good in-process server runs beside each.
+func TestHostileHTTPServers(t *testing.T) {
+	t.Parallel()
+	endless := func(w http.ResponseWriter, r *http.Request, contentType string) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		prefix := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"`
+		if contentType == "text/event-stream" {
+			prefix = "event: message\ndata: " + prefix
+		}
+		_, _ = io.WriteString(w, prefix)
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		// At most 1 GiB, so that a client without a bound fails the test
+		// rather than the machine.
+		for range 1024 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}
+	cases := []struct {
+		name    string
+		handler func(url *string) http.HandlerFunc
+		want    string // in the server's Status error
+	}{
+		{"500", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "internal error "+strings.Repeat("<html>", 1<<20), http.StatusInternalServerError)
+			}
+		}, "500"},
+		{"redirect-loop", func(url *string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
+			}
+		}, "redirects"},
+		{"hang", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost {
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}
+		}, "deadline"},
+		{"endless-json", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { endless(w, r, "application/json") }
+		}, "larger than"},
+		{"endless-sse-line", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { endless(w, r, "text/event-stream") }
+		}, "larger than"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var url string
+			ts := httptest.NewServer(tc.handler(&url))
+			t.Cleanup(func() {
+				ts.CloseClientConnections()
+				ts.Close()
+			})
+			url = ts.URL + "/mcp"
+			s := DefaultSettings()
+			s.ConnectTimeout, s.BackoffInitial, s.BackoffMax = 3*time.Second, 100*time.Millisecond, time.Second
+			if tc.want == "larger than" {
+				s.ConnectTimeout = 30 * time.Second // time to send 64 MiB under -race
+			}
+			logs := make(logRecords, 1000)
+			start := time.Now()
+			p := newTestPool(t, Config{Servers: map[string]ServerConfig{"bad": {URL: url}}},
+				WithSettings(s), WithLogger(slog.New(logs)),
+				WithInProcessServer("good", newTestMCPServer("good"), ServerConfig{}))
+			if d := time.Since(start); d > s.ConnectTimeout+5*time.Second {
+				t.Errorf("NewPool took %s (connect timeout %s)", d, s.ConnectTimeout)
+			}
+			st := statusOf(p, "bad")
+			if st.State != StateFailed || !strings.Contains(st.Error, tc.want) || len(st.Error) > 8<<10 {
+				t.Errorf("status = %s %d bytes %.500q, want failed with %q", st.State, len(st.Error), st.Error, tc.want)
+			}
+			for range 2 {
+				if r := logs.next(t, "MCP server connection failed", 20*time.Second); attr(r, "retry_in").Duration() <= 0 {
+					t.Errorf("no backoff: %v", r)
+				}
+			}
+			v := newTestView(t, p, nil, nil, nil)
+			if res := call(t, v, "echo", map[string]any{"text": "still here"}); res.Text != "still here" {
+				t.Errorf("good echo = %q", res.Text)
+			}
+		})
+	}
+}
