@@ -96,11 +96,17 @@ func serveHostile(mode string) int {
 			}
 			return list, ""
 		case "bigschema":
-			props := map[string]any{}
-			for i := 0; len(props) < 250000; i++ {
-				props["field_with_a_long_name_"+strconv.Itoa(i)] = map[string]any{"type": "string", "description": "padding padding padding"}
+			// Built as text: marshalling a map this size under -race is slow.
+			var b strings.Builder
+			b.WriteString(`{"type":"object","properties":{`)
+			for i := range 250000 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `"field_with_a_long_name_%d":{"type":"string","description":"padding padding padding"}`, i)
 			}
-			return []any{echo, map[string]any{"name": "big", "inputSchema": map[string]any{"type": "object", "properties": props}}}, ""
+			b.WriteString(`}}`)
+			return []any{echo, map[string]any{"name": "big", "inputSchema": json.RawMessage(b.String())}}, ""
 		case "names":
 			list = []any{echo}
 			for _, n := range []string{"a.b", "a b", "a/b", "a-b", "日本語", "emoji🙂", "with space", strings.Repeat("x", 200), strings.Repeat("x", 199) + "y", "dup", "dup", ""} {

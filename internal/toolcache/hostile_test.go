@@ -233,7 +233,23 @@ func TestHostileStdioServers(t *testing.T) {
 				t.Errorf("tool_7 = %+v, %v", res, err)
 			}
 		}},
-		{mode: "bigschema", settings: func(s *Settings) { s.ConnectTimeout = 60 * time.Second }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+		{mode: "bigschema", settings: func(s *Settings) { s.ConnectTimeout = 3 * time.Minute }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			// Under load the connect outlasts newTestPool's 60 s: wait for it.
+			changed := make(chan struct{}, 1)
+			p.Registry().OnChange(func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			})
+			timeout := time.After(3 * time.Minute)
+			for !p.Registry().Has("big") {
+				select {
+				case <-changed:
+				case <-timeout:
+					t.Fatalf("big not listed: %+v", statusOf(p, "bad"))
+				}
+			}
 			tool, ok := p.Registry().Get("big")
 			if !ok || len(tool.InputSchema) < 20<<20 {
 				t.Fatalf("big: %v, %d bytes", ok, len(tool.InputSchema))
@@ -243,7 +259,9 @@ func TestHostileStdioServers(t *testing.T) {
 			}
 		}},
 		{mode: "bigresult", settings: func(s *Settings) { s.ConnectTimeout = 60 * time.Second }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
-			res, err := callErr(v, "bad__echo", "x")
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // 50 MB under -race and load
+			defer cancel()
+			res, err := v.CallTool(ctx, "bad__echo", json.RawMessage(`{"text":"x"}`))
 			if err != nil || len(res.Text) != 50<<20 {
 				t.Fatalf("result: %d bytes, %v", len(res.Text), err)
 			}
@@ -350,17 +368,18 @@ func TestHostileHTTPServers(t *testing.T) {
 		name    string
 		handler func(url *string) http.HandlerFunc
 		want    string // in the server's Status error
+		typ     string // "" (streamable HTTP) or "sse"
 	}{
 		{"500", func(*string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "internal error "+strings.Repeat("<html>", 1<<20), http.StatusInternalServerError)
 			}
-		}, "500"},
+		}, "500", ""},
 		{"redirect-loop", func(url *string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect)
 			}
-		}, "redirects"},
+		}, "redirects", ""},
 		{"hang", func(*string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				if r.Method != http.MethodPost {
@@ -371,13 +390,29 @@ func TestHostileHTTPServers(t *testing.T) {
 				w.(http.Flusher).Flush()
 				<-r.Context().Done()
 			}
-		}, "deadline"},
+		}, "deadline", ""},
+		{"sse-500", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, strings.Repeat("<html>", 1<<20), http.StatusInternalServerError)
+			}
+		}, "500", "sse"},
+		{"sse-no-endpoint", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}
+		}, "endpoint", "sse"},
+		{"sse-endless-line", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { endless(w, r, "text/event-stream") }
+		}, "larger than", "sse"},
 		{"endless-json", func(*string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { endless(w, r, "application/json") }
-		}, "larger than"},
+		}, "larger than", ""},
 		{"endless-sse-line", func(*string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { endless(w, r, "text/event-stream") }
-		}, "larger than"},
+		}, "larger than", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,7 +431,7 @@ func TestHostileHTTPServers(t *testing.T) {
 			}
 			logs := make(logRecords, 1000)
 			start := time.Now()
-			p := newTestPool(t, Config{Servers: map[string]ServerConfig{"bad": {URL: url}}},
+			p := newTestPool(t, Config{Servers: map[string]ServerConfig{"bad": {URL: url, Type: tc.typ}}},
 				WithSettings(s), WithLogger(slog.New(logs)),
 				WithInProcessServer("good", newTestMCPServer("good"), ServerConfig{}))
 			if d := time.Since(start); d > s.ConnectTimeout+5*time.Second {
@@ -407,7 +442,7 @@ func TestHostileHTTPServers(t *testing.T) {
 				t.Errorf("status = %s %d bytes %.500q, want failed with %q", st.State, len(st.Error), st.Error, tc.want)
 			}
 			for range 2 {
-				if r := logs.next(t, "MCP server connection failed", 20*time.Second); attr(r, "retry_in").Duration() <= 0 {
+				if r := logs.next(t, "MCP server connection failed", s.ConnectTimeout+20*time.Second); attr(r, "retry_in").Duration() <= 0 {
 					t.Errorf("no backoff: %v", r)
 				}
 			}

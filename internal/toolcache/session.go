@@ -150,6 +150,12 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	case TypeSSE:
 		s.http = newHTTPClient(&s.tooLarge)
 		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(d.logger)}
+		if d.connectTimeout > 0 {
+			// Start waits for the endpoint event on the session's own
+			// context, not ctx: without this, mcp-go's 30 s, whatever the
+			// connect timeout.
+			opts = append(opts, transport.WithEndpointTimeout(d.connectTimeout))
+		}
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, transport.WithHeaders(cfg.Headers))
 		}
@@ -178,6 +184,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	}
 	s.c = client.NewClient(newTap(tr, s), copts...)
 	if err := s.c.Start(procCtx); err != nil {
+		err = s.withTooLarge(err)
 		_ = s.close()
 		if cfg.Type == TypeStdio {
 			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
@@ -220,10 +227,8 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		// mcp-go falls back to initialize when server/discover fails.
 		err = fmt.Errorf("the server does not speak protocol %s (it answered the initialize handshake at %s)", version, res.ProtocolVersion)
 	}
-	if err != nil && s.tooLarge.Load() && !errors.Is(err, errMessageTooLarge) {
-		err = fmt.Errorf("%w (%w)", err, errMessageTooLarge)
-	}
 	if err != nil {
+		err = s.withTooLarge(err)
 		// A server that fails the handshake usually says why on stderr.
 		s.awaitStderr(transportBroken(err, false))
 		_ = s.close()
@@ -319,6 +324,16 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxMessageBytes, tooLarge: t.tooLarge}
 	}
 	return resp, nil
+}
+
+// withTooLarge adds to err that a response was cut off at maxMessageBytes,
+// if one was since the last error that said so (mcp-go may have reported
+// the cut with an error of its own, or none).
+func (s *session) withTooLarge(err error) error {
+	if s.tooLarge.CompareAndSwap(true, false) && !errors.Is(err, errMessageTooLarge) {
+		return fmt.Errorf("%w (%w)", err, errMessageTooLarge)
+	}
+	return err
 }
 
 // limitedBody fails (or, with eof, ends) once left bytes have been read;
@@ -484,8 +499,8 @@ func (s *session) do(ctx context.Context, method string, f func(context.Context)
 		ctx, cp = withCapture(ctx)
 	}
 	err := f(ctx)
-	if err != nil && s.tooLarge.CompareAndSwap(true, false) && !errors.Is(err, errMessageTooLarge) {
-		err = fmt.Errorf("%w (%w)", err, errMessageTooLarge)
+	if err != nil {
+		err = s.withTooLarge(err)
 	}
 	switch {
 	case err == nil:
