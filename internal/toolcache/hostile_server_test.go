@@ -23,9 +23,9 @@ import (
 //	listflood     after initialize, sends notifications/tools/list_changed
 //	              without pause (and serves)
 //	cursorloop    tools/list pages A -> B -> A forever
-//	hugelist      50,000 tools
-//	bigschema     one tool with a 20 MB input schema
-//	bigresult     tools/call answers 50 MB of text
+//	hugelist      12,000 tools
+//	bigschema     one tool with a 5 MB input schema
+//	bigresult     tools/call answers 10 MiB of text
 //	names         tool names that collide after sanitising, unicode, spaces,
 //	              200 characters, a duplicate, an empty name
 //	oddresults    tools/call answers isError without content, content of an
@@ -90,7 +90,7 @@ func serveHostile(mode string) int {
 			return []any{echo}, "A"
 		case "hugelist":
 			list = []any{echo}
-			for i := range 50000 {
+			for i := range 12000 {
 				list = append(list, map[string]any{"name": "tool_" + strconv.Itoa(i), "description": "Generated tool number " + strconv.Itoa(i),
 					"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "integer"}}}})
 			}
@@ -99,7 +99,7 @@ func serveHostile(mode string) int {
 			// Built as text: marshalling a map this size under -race is slow.
 			var b strings.Builder
 			b.WriteString(`{"type":"object","properties":{`)
-			for i := range 250000 {
+			for i := range 60000 {
 				if i > 0 {
 					b.WriteByte(',')
 				}
@@ -171,7 +171,7 @@ func serveHostile(mode string) int {
 		case "tools/call":
 			switch {
 			case mode == "bigresult":
-				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("0123456789", 5<<20)}}})
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("0123456789", 1<<20)}}})
 			case fmt.Sprint(req.Params.Arguments["text"]) == "lists":
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strconv.FormatInt(lists.Load(), 10)}}})
 			case mode == "oddresults" && req.Params.Name == "echo":
