@@ -424,7 +424,7 @@ func (s *session) scriptErr(err error) error {
 	// and (*goja.Exception).Unwrap runs JavaScript (an instanceof on the
 	// thrown value, a "value" getter), so errors.As on a thrown Proxy
 	// whose getPrototypeOf trap throws panicked here.
-	switch e := err.(type) {
+	switch e := err.(type) { //nolint:errorlint // see above: errors.As would run the thrown value's traps
 	case *goja.InterruptedError:
 		if r := s.stopReason(); r != nil {
 			return r
@@ -456,11 +456,11 @@ func (s *session) uncaught(v goja.Value) error {
 		return errors.New("Uncaught " + v.String())
 	}
 	d, err := s.helpers.thrown(goja.Undefined(), v)
-	if _, ok := err.(*goja.Exception); ok {
+	if _, ok := err.(*goja.Exception); ok { //nolint:errorlint // unwrapped from goja; errors.As would run JavaScript
 		// Describing the value threw again (thrown catches what it can;
 		// this is a last resort). Not s.scriptErr: it would describe the
 		// new value, which may throw another, without end.
-		return errors.New("Uncaught exception (its value could not be printed)")
+		return errors.New("Uncaught exception (its value could not be printed)") //nolint:staticcheck // JavaScript's own wording, as every other uncaught error
 	}
 	if err != nil {
 		return s.scriptErr(err)

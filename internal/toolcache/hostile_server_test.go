@@ -59,15 +59,15 @@ func serveHostile(mode string) int {
 		b, _ := json.Marshal(v)
 		mu.Lock()
 		defer mu.Unlock()
-		out.Write(b)
-		out.WriteByte('\n')
-		out.Flush()
+		_, _ = out.Write(b)
+		_ = out.WriteByte('\n')
+		_ = out.Flush()
 	}
 	raw := func(s string) {
 		mu.Lock()
 		defer mu.Unlock()
-		out.WriteString(s)
-		out.Flush()
+		_, _ = out.WriteString(s)
+		_ = out.Flush()
 	}
 	if mode == "stderrflood" {
 		go func() {

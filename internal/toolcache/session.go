@@ -50,7 +50,7 @@ type session struct {
 
 	dead     chan struct{} // closed once the session is known broken or closed
 	deadOnce sync.Once
-	deadErr  error          // set before dead is closed
+	deadErr  error // set before dead is closed
 	// onDead is set by the owner after dial, while the child may already be
 	// exiting (markDead runs on the stderr watcher): hence atomic.
 	onDead atomic.Pointer[func(*session)]
@@ -63,7 +63,7 @@ type session struct {
 	http   *http.Client       // an HTTP or SSE session's own client
 	// tooLarge: a response of http was cut off at maxMessageBytes.
 	tooLarge atomic.Bool
-	wg     sync.WaitGroup     // the stderr watcher, the listen loop, cancellations
+	wg       sync.WaitGroup // the stderr watcher, the listen loop, cancellations
 
 	// modern: the session speaks 2026-07-28 (no handshake, no session).
 	modern    atomic.Bool
@@ -340,7 +340,7 @@ func (s *session) withTooLarge(err error) error {
 // with perLine, left starts again after each newline.
 type limitedBody struct {
 	io.ReadCloser
-	left    int
+	left     int
 	perLine  bool
 	eof      bool
 	tooLarge *atomic.Bool
