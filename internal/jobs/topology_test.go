@@ -123,15 +123,23 @@ func TestTopologyErrorsKeepTheirCause(t *testing.T) {
 	noJS.JetStream = false
 	plain := natstest.Connect(t, natstest.StartWith(t, noJS))
 	withJS := natstest.Connect(t, startServer(t))
-	expired, cancel := context.WithTimeout(context.Background(), -time.Second)
-	defer cancel()
+	expired := func(t testing.TB) context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
 	tests := []struct {
 		name string
 		nc   *nats.Conn
-		ctx  context.Context
+		// ctx is made in the subtest, after t.Parallel: a parallel subtest
+		// waits for a free slot after its parent returns (behind the
+		// package's other parallel tests, for many seconds under load), and
+		// a deadline started before that wait could pass before the first
+		// request is sent.
+		ctx  func(testing.TB) context.Context
 		want error
 	}{
-		{"no JetStream on the server", plain, natstest.Context(t), nats.ErrNoResponders},
+		{"no JetStream on the server", plain, natstest.Context, nats.ErrNoResponders},
 		{"deadline passed", withJS, expired, context.DeadlineExceeded},
 	}
 	for _, tt := range tests {
@@ -141,7 +149,7 @@ func TestTopologyErrorsKeepTheirCause(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = EnsureTopology(tt.ctx, js, TopologyConfig{}, t.Logf)
+			_, err = EnsureTopology(tt.ctx(t), js, TopologyConfig{}, t.Logf)
 			if !errors.Is(err, tt.want) || errors.Is(err, ErrTopology) {
 				t.Errorf("err = %v; want %v and not ErrTopology", err, tt.want)
 			}
