@@ -213,7 +213,15 @@ func TestModelEndpointFaults(t *testing.T) {
 		{"hangs past the per-attempt timeout", hang, jobs.StatusDead,
 			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "llm: request timed out after 1s"}, true, faultTimeout, true, ""},
 		{"malformed JSON", status(http.StatusOK, nil, `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist`), jobs.StatusFailed,
-			[]string{"llm: error parsing response json", "llm: non-retryable error"}, false, 0, false, ""},
+			[]string{"llm: unusable reply (status 200): not a chat completion (error parsing response json: unexpected EOF)", "llm: non-retryable error"}, false, 0, false, ""},
+		// Proxies (OpenRouter, LiteLLM) relay an upstream failure as 200
+		// with an error object: retried as the status its code names.
+		{"200 with an error object coded 503", status(http.StatusOK, nil, `{"error":{"message":"upstream overloaded","code":503}}`), jobs.StatusDead,
+			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "error in a successful reply, with code 503: upstream overloaded"}, true, 0, false, ""},
+		{"200 with an error object and no code", status(http.StatusOK, nil, `{"error":{"message":"No endpoints found that support tool use"}}`), jobs.StatusFailed,
+			[]string{"error in a successful reply: No endpoints found that support tool use"}, false, 0, false, ""},
+		{"200 with a web page", status(http.StatusOK, nil, "<html><body>Sign in</body></html>"), jobs.StatusFailed,
+			[]string{"unusable reply (status 200): not a JSON object (Content-Type application/json; a web page: is BaseURL the API's root", "Sign in"}, false, 0, false, ""},
 		{"connection reset", reset, jobs.StatusDead,
 			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "llm: connection:", "connection reset by peer"}, true, 0, false, ""},
 		{"dropped connection", drop, jobs.StatusDead,
@@ -282,6 +290,7 @@ func TestModelEndpointRecovers(t *testing.T) {
 	}{
 		{"429 with Retry-After", status(http.StatusTooManyRequests, map[string]string{"Retry-After": "1"}, `{"error":{"message":"slow down"}}`)},
 		{"503", status(http.StatusServiceUnavailable, nil, `{"error":{"message":"overloaded"}}`)},
+		{"200 with an error object coded 503", status(http.StatusOK, nil, `{"error":{"message":"overloaded","code":503}}`)},
 		{"hang past the per-attempt timeout", hang},
 		{"dropped connection", drop},
 		{"connection reset", reset},

@@ -69,9 +69,12 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, fmt.Errorf("llm: %w", context.Cause(ctx))
 	}
 	switch {
+	case a.last == nil && a.status != 0:
+		// The SDK could not decode a 2xx reply, which another attempt
+		// would not change.
+		return Response{}, decodeFailure(err, a.status, a.body)
 	case a.last == nil:
-		// No attempt failed as such: the SDK could not decode a 2xx reply
-		// (or build the request), which another attempt would not change.
+		// No attempt failed as such: the SDK could not build the request.
 		return Response{}, nonRetryable(fmt.Errorf("llm: %w", err))
 	case errors.Is(a.last, ErrNonRetryable):
 		return Response{}, a.last
@@ -97,6 +100,10 @@ type attempts struct {
 	retrying error
 	// tooLong is a Retry-After beyond MaxRetryDelay, which ended the retries.
 	tooLong time.Duration
+	// status and body are the latest 2xx reply's, for the error when
+	// openai-go cannot decode it.
+	status int
+	body   []byte
 }
 
 // observe makes one attempt under Config.Timeout, reading the whole body
@@ -106,17 +113,22 @@ type attempts struct {
 // by its status, x-should-retry and Retry-After.
 func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	a.n++
-	a.last, a.retrying, a.tooLong = nil, nil, 0
+	a.last, a.retrying, a.tooLong, a.status, a.body = nil, nil, 0, 0, nil
 	ctx := req.Context()
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if a.cfg.Timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, a.cfg.Timeout)
 	}
 	defer cancel()
-	res, body, err := roundTrip(req.WithContext(actx), next)
+	res, body, err := roundTrip(req.WithContext(actx), next, a.cfg.MaxReplyBytes)
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err() // the caller's cancellation or deadline; openai-go stops
+	case errors.Is(err, errReplyTooLarge):
+		// Not retried: the same request would get the same flood.
+		err = nonRetryable(fmt.Errorf("%w (status %d): a body larger than %d bytes (MaxReplyBytes)", ErrBadReply, res.StatusCode, a.cfg.MaxReplyBytes))
+		a.failed(err)
+		return asErrorReply(res, err), nil
 	case err != nil && actx.Err() != nil:
 		err = fmt.Errorf("%w after %s", ErrTimeout, a.cfg.Timeout)
 		a.failed(err)
@@ -127,22 +139,36 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		return nil, err
 	case res.StatusCode >= 400:
 		a.failed(newAPIError(res, body))
+	case res.StatusCode >= 200 && res.StatusCode < 300:
+		a.status, a.body = res.StatusCode, body
+		if err := judgeReply(res, body); err != nil {
+			// openai-go sees an error reply whose status and
+			// x-should-retry say what to do, and retries (or not) itself.
+			a.failed(err)
+			return asErrorReply(res, err), nil
+		}
 	}
 	return res, nil
 }
 
-// roundTrip sends req and reads the whole response body, which it leaves
-// readable again in res.
-func roundTrip(req *http.Request, next option.MiddlewareNext) (res *http.Response, body []byte, err error) {
+// roundTrip sends req and reads the whole response body (at most max
+// bytes, else errReplyTooLarge with res), which it leaves readable again
+// in res, less a leading UTF-8 byte order mark.
+func roundTrip(req *http.Request, next option.MiddlewareNext, max int64) (res *http.Response, body []byte, err error) {
 	res, err = next(req)
 	if err != nil {
 		return nil, nil, err
 	}
-	body, err = io.ReadAll(res.Body)
+	body, err = readBounded(res.Body, max)
 	_ = res.Body.Close()
+	if errors.Is(err, errReplyTooLarge) {
+		res.Body = http.NoBody
+		return res, nil, err
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the response: %w", err)
 	}
+	body = bytes.TrimPrefix(body, utf8BOM)
 	res.Body = io.NopCloser(bytes.NewReader(body))
 	return res, body, nil
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// longer than MaxRetryDelay ends the retries at once with the provider's
 	// error (still Retryable: the job can come back later).
 	MaxRetryDelay time.Duration
+	// MaxReplyBytes bounds the body of one reply (0: DefaultMaxReplyBytes).
+	// A longer reply fails with ErrBadReply and is not retried.
+	MaxReplyBytes int64
 	// Headers are added to every request (e.g. OpenRouter's HTTP-Referer).
 	Headers map[string]string
 	// HTTPClient sends the requests (nil: a client on http.DefaultTransport).
@@ -84,6 +87,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxRetryDelay < 0 {
 		return cfg, cfgerr.Field(ErrConfig, "MaxRetryDelay", "MaxRetryDelay", "must not be negative (got %s)", cfg.MaxRetryDelay)
+	}
+	if cfg.MaxReplyBytes < 0 {
+		return cfg, cfgerr.Field(ErrConfig, "MaxReplyBytes", "MaxReplyBytes", "must not be negative (got %d)", cfg.MaxReplyBytes)
+	}
+	if cfg.MaxReplyBytes == 0 {
+		cfg.MaxReplyBytes = DefaultMaxReplyBytes
 	}
 	if cfg.MaxRetryDelay == 0 {
 		cfg.MaxRetryDelay = DefaultMaxRetryDelay

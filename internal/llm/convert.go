@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -125,16 +126,24 @@ func ToolJSON(t Tool) (json.RawMessage, error) {
 // fromCompletion maps the first choice of a reply back to a Response.
 func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	if c == nil || len(c.Choices) == 0 {
+		if c != nil && c.RawJSON() != "" {
+			return Response{}, fmt.Errorf("%w: %s", ErrNoChoices, snippet([]byte(c.RawJSON())))
+		}
 		return Response{}, ErrNoChoices
 	}
 	ch := c.Choices[0]
-	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	msg := Message{Role: RoleAssistant, Content: contentText(ch.Message)}
 	for _, tc := range ch.Message.ToolCalls {
 		call := ToolCall{ID: tc.ID, Type: tc.Type, Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
 		if call.Type == "" {
 			call.Type = "function"
 		}
 		msg.ToolCalls = append(msg.ToolCalls, call)
+	}
+	if fc := ch.Message.FunctionCall; len(msg.ToolCalls) == 0 && fc.Name != "" {
+		// The deprecated function_call, which older servers still send
+		// instead of tool_calls: the same call, without an id.
+		msg.ToolCalls = []ToolCall{{Type: "function", Function: FunctionCall{Name: fc.Name, Arguments: fc.Arguments}}}
 	}
 	return Response{
 		Message:      msg,
@@ -170,4 +179,30 @@ func ToolsJSON(tools []Tool) ([]byte, error) {
 	}
 	b.WriteByte(']')
 	return b.Bytes(), nil
+}
+
+// contentText is the message's text. Some servers (Mistral's reasoning
+// models, proxies in front of Anthropic or Gemini) send content as an
+// array of parts, which openai-go leaves as that array's JSON text: the
+// text parts are joined, and thinking, reasoning and other parts left out.
+func contentText(m openai.ChatCompletionMessage) string {
+	raw := strings.TrimSpace(m.JSON.Content.Raw())
+	if !strings.HasPrefix(raw, "[") {
+		return m.Content
+	}
+	var parts []struct {
+		Type string          `json:"type"`
+		Text json.RawMessage `json:"text"`
+	}
+	if json.Unmarshal([]byte(raw), &parts) != nil {
+		return m.Content
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		var text string
+		if (p.Type == "text" || p.Type == "output_text" || p.Type == "") && json.Unmarshal(p.Text, &text) == nil {
+			b.WriteString(text)
+		}
+	}
+	return b.String()
 }

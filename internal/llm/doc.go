@@ -23,6 +23,15 @@
 // immediately. [ToolJSON] is the exact JSON a tool is sent as, for token
 // counting that matches the wire.
 //
+// A 2xx reply is checked before openai-go decodes it. An error object in
+// its body (proxies relay upstream failures so) is an [*APIError] with
+// InReply set, and the status its code names goes to openai-go, which
+// retries a relayed 429 or 5xx as it would the real one. An empty body,
+// HTML or text, an event stream, JSON that is not a completion, or a body
+// beyond Config.MaxReplyBytes fails at once with [ErrBadReply], which
+// quotes the start of the body. Content sent as an array of parts is read
+// as its text parts, and a legacy function_call as a tool call.
+//
 // The environment is never read here (openai-go's OPENAI_* defaults are
 // bypassed): the caller passes everything in [Config].
 //

@@ -41,12 +41,23 @@ type APIError struct {
 	RetryAfter time.Duration
 	// HasRetryAfter tells "retry after 0" from no header at all.
 	HasRetryAfter bool
+	// InReply marks an error object sent in the body of a 2xx reply (as
+	// proxies relay an upstream failure). Status is then the HTTP status
+	// its code names, or the reply's own when it names none (and the error
+	// is not retried).
+	InReply bool
 }
 
 func (e *APIError) Error() string {
 	msg := e.Message
 	if msg == "" {
 		msg = http.StatusText(e.Status)
+	}
+	if e.InReply {
+		if e.Status >= 400 {
+			return fmt.Sprintf("llm: provider returned an error in a successful reply, with code %d: %s", e.Status, msg)
+		}
+		return fmt.Sprintf("llm: provider returned an error in a successful reply: %s", msg)
 	}
 	return fmt.Sprintf("llm: provider returned %d: %s", e.Status, msg)
 }

@@ -1,0 +1,156 @@
+package llm_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+)
+
+// completion is a chat-completion body whose first choice has message
+// (JSON) and finish reason.
+func completion(message, finish string) string {
+	return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":` +
+		message + `,"finish_reason":"` + finish + `"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
+}
+
+// Replies with status 200 that other model servers and proxies send: each
+// is read as the completion it is, or ends in an error that says what came
+// back, retried by openai-go only when the reply says the fault is
+// transient. Before: an error object in a 200 body was "response has no
+// choices" (its message lost, never retried); HTML, text, an event stream
+// or an empty body gave openai-go's decoding error ("expected destination
+// type of 'string' or '[]byte' for responses with content-type
+// 'text/html'..."); a byte order mark failed the reply; content sent as
+// an array of parts became the answer as raw JSON; a legacy function_call
+// was dropped (the reply looked empty); a body had no size bound.
+func TestUnusualSuccessfulReplies(t *testing.T) {
+	t.Parallel()
+	ok := llmtest.Reply{Content: "done"}
+	html := map[string]string{"Content-Type": "text/html; charset=utf-8"}
+	for _, tc := range []struct {
+		name    string
+		replies []llmtest.Reply
+		// wantRequests are the attempts made (MaxRetries 2: at most 3).
+		wantRequests int
+		// wantContent and wantCall describe a usable reply.
+		wantContent, wantCall string
+		// wantErr are substrings of the error (none: success).
+		wantErr []string
+		// retryable: the error is not ErrNonRetryable.
+		retryable bool
+		// badReply: the error is ErrBadReply; inReply: an *APIError with InReply.
+		badReply, inReply bool
+	}{
+		{name: "error object with a retryable code, then an answer",
+			replies:      []llmtest.Reply{{Body: `{"error":{"message":"upstream overloaded","code":503}}`}, ok},
+			wantRequests: 2, wantContent: "done"},
+		{name: "error object with a retryable code, persisting",
+			replies: []llmtest.Reply{{Body: `{"error":{"message":"upstream overloaded","code":502}}`},
+				{Body: `{"error":{"message":"upstream overloaded","code":502}}`}, {Body: `{"error":{"message":"upstream overloaded","code":"502"}}`}},
+			wantRequests: 3, wantErr: []string{"giving up after 3 attempts", "error in a successful reply, with code 502: upstream overloaded"},
+			retryable: true, inReply: true},
+		{name: "error object with code 429 and Retry-After",
+			replies:      []llmtest.Reply{{Body: `{"error":{"message":"Rate limit reached","code":429}}`, Header: map[string]string{"Retry-After": "0"}}, ok},
+			wantRequests: 2, wantContent: "done"},
+		{name: "error object with a permanent code",
+			replies:      []llmtest.Reply{{Body: `{"error":{"message":"model 'x' not found","type":"invalid_request_error","code":404}}`}, ok},
+			wantRequests: 1, wantErr: []string{"with code 404: model 'x' not found"}, inReply: true},
+		{name: "error object without a code",
+			replies:      []llmtest.Reply{{Body: `{"error":{"message":"No endpoints found that support tool use"}}`}, ok},
+			wantRequests: 1, wantErr: []string{"provider returned an error in a successful reply: No endpoints found that support tool use"}, inReply: true},
+		{name: "error given as a string",
+			replies:      []llmtest.Reply{{Body: `{"error":"model \"llama3\" not found, try pulling it first"}`}, ok},
+			wantRequests: 1, wantErr: []string{`model "llama3" not found, try pulling it first`}, inReply: true},
+		{name: "vLLM error object",
+			replies:      []llmtest.Reply{{Body: `{"object":"error","message":"This model's maximum context length is 8192 tokens","type":"BadRequestError","param":null,"code":400}`}, ok},
+			wantRequests: 1, wantErr: []string{"with code 400: This model's maximum context length is 8192 tokens"}, inReply: true},
+		{name: "error null beside choices is a completion",
+			replies:      []llmtest.Reply{{Body: strings.Replace(completion(`{"role":"assistant","content":"fine"}`, "stop"), `"usage"`, `"error":null,"usage"`, 1)}},
+			wantRequests: 1, wantContent: "fine"},
+		{name: "HTML page",
+			replies:      []llmtest.Reply{{Body: "<!DOCTYPE html><html><head><title>Open WebUI</title></head></html>", Header: html}, ok},
+			wantRequests: 1, wantErr: []string{"unusable reply (status 200): not a JSON object (Content-Type text/html; charset=utf-8; a web page: is BaseURL the API's root", `"<!DOCTYPE html><html><head><title>Open WebUI`}, badReply: true},
+		{name: "plain text",
+			replies:      []llmtest.Reply{{Body: "Ollama is running", Header: map[string]string{"Content-Type": "text/plain"}}, ok},
+			wantRequests: 1, wantErr: []string{"not a JSON object (Content-Type text/plain): \"Ollama is running\""}, badReply: true},
+		{name: "event stream not asked for",
+			replies:      []llmtest.Reply{{Body: "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n", Header: map[string]string{"Content-Type": "text/event-stream"}}, ok},
+			wantRequests: 1, wantErr: []string{"an event stream (Content-Type text/event-stream), though no stream was asked for", "data: "}, badReply: true},
+		{name: "empty body",
+			replies:      []llmtest.Reply{{Body: " \n"}, ok},
+			wantRequests: 1, wantErr: []string{"unusable reply (status 200): an empty body"}, badReply: true},
+		{name: "JSON null",
+			replies:      []llmtest.Reply{{Body: "null"}, ok},
+			wantRequests: 1, wantErr: []string{`not a JSON object (Content-Type application/json): "null"`}, badReply: true},
+		{name: "truncated JSON",
+			replies:      []llmtest.Reply{{Body: `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist`}, ok},
+			wantRequests: 1, wantErr: []string{"not a chat completion (", "unexpected EOF", `"{\"id\":\"chatcmpl-1\"`}, badReply: true},
+		{name: "no choices, the body quoted",
+			replies:      []llmtest.Reply{{Body: `{"detail":"Not Found"}`}, ok},
+			wantRequests: 1, wantErr: []string{`response has no choices: "{\"detail\":\"Not Found\"}"`}},
+		{name: "byte order mark",
+			replies:      []llmtest.Reply{{Body: "\ufeff" + completion(`{"role":"assistant","content":"fine"}`, "stop")}},
+			wantRequests: 1, wantContent: "fine"},
+		{name: "content as text parts",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":[{"type":"text","text":"The answer "},{"type":"text","text":"is 42."}]}`, "stop")}},
+			wantRequests: 1, wantContent: "The answer is 42."},
+		{name: "content parts with thinking",
+			replies: []llmtest.Reply{{Body: completion(`{"role":"assistant","content":[{"type":"thinking","thinking":[{"type":"text","text":"let me see"}]},`+
+				`{"type":"text","text":"The answer is 42."}]}`, "stop")}},
+			wantRequests: 1, wantContent: "The answer is 42."},
+		{name: "legacy function_call",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"function_call":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}}`, "function_call")}},
+			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
+		{name: "arguments as an object",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":{"city":"Lima"}}}]}`, "tool_calls")}},
+			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
+		{name: "body over MaxReplyBytes",
+			replies:      []llmtest.Reply{{Content: strings.Repeat("x", 5000)}, ok},
+			wantRequests: 1, wantErr: []string{"unusable reply (status 200): a body larger than 4096 bytes (MaxReplyBytes)"}, badReply: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.NewServer(t, tc.replies...)
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.MaxRetries, cfg.MaxReplyBytes = 2, 4096 })
+			resp, err := c.Complete(testCtx(t), userRequest())
+			if n := len(s.Requests()); n != tc.wantRequests {
+				t.Errorf("%d requests, want %d", n, tc.wantRequests)
+			}
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				var call string
+				if len(resp.Message.ToolCalls) == 1 {
+					f := resp.Message.ToolCalls[0].Function
+					call = f.Name + "(" + f.Arguments + ")"
+				}
+				if resp.Message.Content != tc.wantContent || call != tc.wantCall || len(resp.Message.ToolCalls) > 1 {
+					t.Errorf("content %q, calls %+v; want %q, %s", resp.Message.Content, resp.Message.ToolCalls, tc.wantContent, tc.wantCall)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; response %+v", resp)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if got := !errors.Is(err, llm.ErrNonRetryable); got != tc.retryable {
+				t.Errorf("retryable = %v, want %v (%v)", got, tc.retryable, err)
+			}
+			if got := errors.Is(err, llm.ErrBadReply); got != tc.badReply {
+				t.Errorf("ErrBadReply = %v, want %v (%v)", got, tc.badReply, err)
+			}
+			var apiErr *llm.APIError
+			if got := errors.As(err, &apiErr) && apiErr.InReply; got != tc.inReply {
+				t.Errorf("APIError in reply = %v, want %v (%v)", got, tc.inReply, err)
+			}
+		})
+	}
+}
