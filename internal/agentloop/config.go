@@ -60,8 +60,17 @@ var (
 	// ErrEmptyResponse: the model answered nothing, even after a nudge.
 	ErrEmptyResponse = errors.New("agentloop: model returned an empty response")
 	// ErrRefused: the provider stopped the answer (finish_reason
-	// content_filter) or the model refused (the message's refusal field).
-	ErrRefused = errors.New("agentloop: model refused (content filter)")
+	// content_filter, or another server's name for it) or the model
+	// refused (the message's refusal field).
+	ErrRefused = errors.New("agentloop: model refused")
+	// ErrTruncated: the reply was cut off at the model's output token
+	// limit (finish_reason length) before it held a whole answer or any
+	// tool call. Asking again would hit the same limit.
+	ErrTruncated = errors.New("agentloop: the model's reply was cut off at its output token limit")
+	// ErrReplyAbandoned: the server reported that it gave up on the
+	// generation (finish_reason error or abort): another attempt may
+	// succeed.
+	ErrReplyAbandoned = errors.New("agentloop: the model server abandoned the reply")
 	// ErrMalformedCall: the model's answer was a tool call written into
 	// the text that could not be read, and so was its reply to the
 	// corrective request.

@@ -74,6 +74,9 @@ func (j *job) prepare(tc llm.ToolCall) *call {
 		Arguments json.RawMessage `json:"arguments"`
 	}
 	_ = json.Unmarshal(args, &ct)
+	if name, ok := j.reg.resolveCatalogName(ct.Name); ok {
+		ct.Name = name
+	}
 	inner, ok := j.reg.byName[ct.Name]
 	if !ok {
 		c.fault = j.reg.unknownToolError(ct.Name, false).Error()
@@ -84,10 +87,12 @@ func (j *job) prepare(tc llm.ToolCall) *call {
 	return c
 }
 
-// objectArgs checks that text is one JSON object. Blank text means no
-// arguments ({}), which several servers send for parameterless calls;
+// objectArgs checks that text is one JSON object. Blank text and "null"
+// mean no arguments ({}), which several servers send for parameterless
+// calls; a fenced or twice-encoded object is unwrapped (repairArguments);
 // anything else that is not an object is an error, never silently {}.
 func objectArgs(text string) (json.RawMessage, error) {
+	text, _ = repairArguments(text)
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return json.RawMessage(`{}`), nil

@@ -58,7 +58,15 @@
 // answer that looks like a failed call is asked again once, ephemerally,
 // and fails the job with [ErrMalformedCall] if the reply is debris too
 // (Config.ContentCalls sets this per model). An empty reply is
-// nudged once; a provider refusal ends the job with [ErrRefused]. Tool
+// nudged once; a provider refusal ends the job with [ErrRefused], a reply
+// cut off at the token limit with no tool call with [ErrTruncated], a
+// finish reason of error or abort with [ErrReplyAbandoned]; each names the
+// model. Leading <think> blocks and Harmony's analysis channel are not
+// part of an answer. Tool names in another spelling ("functions.x", a
+// server prefix, another case, Harmony's channel after the name) are
+// mapped onto the one tool they fit, "null", fenced or twice-encoded
+// arguments unwrapped, and a call repeated under one id in a reply run
+// once; the transcript shows the call as it ran. Tool
 // output above Config.MaxToolOutput is truncated for the model with a note;
 // the tool.result event carries all of it.
 //

@@ -52,6 +52,8 @@ type job struct {
 	maxRounds int
 	// contentMode is the content-call mode of the job's model.
 	contentMode ContentCallMode
+	// model names the job's model in its errors ("" when unknown).
+	model string
 
 	messages []llm.Message
 	records  []reflect.Record
@@ -124,6 +126,7 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		model = m.Model() // *llm.Client: the model of requests that name none
 	}
 	j.contentMode = l.cfg.ContentCalls.For(model)
+	j.model = model
 	if len(in.ClientTools) > 0 && in.ClientCaller == nil {
 		return nil, fmt.Errorf("%w: client tools declared without a ClientCaller", ErrConfig)
 	}
@@ -335,24 +338,30 @@ func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if classifyFinish(resp.FinishReason) == finishLength {
+			// Cut off: tool calls are no answer now, and the text is partial.
+			resp.Message.ToolCalls = nil
+			return "", j.modelErr(replyError(resp))
+		}
 		text, reason := resp.Message.Content, ""
 		if j.contentMode != ContentCallsOff {
 			_, text = extractContentCalls(text, round, j.toolSchema)
 			if calls, rest := readNearMiss(text, j.toolSchema); len(calls) > 0 {
 				text = rest
 			}
-			if strings.TrimSpace(text) != "" {
-				reason = debrisReason(text, j.toolSchema)
-			}
+		}
+		text = answerText(text)
+		if j.contentMode != ContentCallsOff && strings.TrimSpace(text) != "" {
+			reason = debrisReason(text, j.toolSchema)
 		}
 		if strings.TrimSpace(text) != "" && reason == "" {
 			return text, nil
 		}
 		if attempt > 0 {
 			if reason != "" {
-				return "", fmt.Errorf("%w: %s", ErrMalformedCall, reason)
+				return "", j.modelErr(fmt.Errorf("%w: %s", ErrMalformedCall, reason))
 			}
-			return "", ErrEmptyResponse
+			return "", j.emptyErr(resp)
 		}
 		note := finalEmptyNote
 		if reason != "" {
@@ -437,7 +446,7 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 	j.usage.FullModeToolDefTokens += int64(fullToks)
 	resp, err := j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools})
 	if err != nil {
-		return resp, err
+		return resp, j.modelErr(err)
 	}
 	j.usage.Add(resp.Usage)
 	j.emit(ctx, EventLLMResponse, round, map[string]any{
@@ -449,14 +458,27 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 		"tool_calls":           len(resp.Message.ToolCalls),
 		"content_bytes":        len(resp.Message.Content),
 	})
-	if resp.FinishReason == "content_filter" {
-		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Message.Content)
-	}
-	if resp.Refusal != "" && len(resp.Message.ToolCalls) == 0 && strings.TrimSpace(resp.Message.Content) == "" {
-		// OpenAI's refusal field: no content, finish_reason "stop".
-		return resp, fmt.Errorf("%w: %s", ErrRefused, resp.Refusal)
+	if err := replyError(resp); err != nil {
+		return resp, j.modelErr(err)
 	}
 	return resp, nil
+}
+
+// modelErr names the job's model in err, an error of or about its reply.
+func (j *job) modelErr(err error) error {
+	if j.model == "" {
+		return err
+	}
+	return fmt.Errorf("model %q: %w", j.model, err)
+}
+
+// emptyErr is ErrEmptyResponse for resp, the reply to the nudge.
+func (j *job) emptyErr(resp llm.Response) error {
+	what := "no text and no tool call"
+	if strings.TrimSpace(resp.Message.Content) != "" {
+		what = "only reasoning, no answer"
+	}
+	return j.modelErr(fmt.Errorf("%w, also when asked again: %s (finish_reason %q)", ErrEmptyResponse, what, resp.FinishReason))
 }
 
 // turn is a model reply accepted into history: the assistant message and
@@ -493,7 +515,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		// was sent already.
 		reask := func(reason string) error {
 			if reasked {
-				return fmt.Errorf("%w: %s", ErrMalformedCall, reason)
+				return j.modelErr(fmt.Errorf("%w: %s", ErrMalformedCall, reason))
 			}
 			reasked, note = true, fmt.Sprintf(reaskNote, reason)
 			tools, toolToks = j.tools, j.toolToks
@@ -501,9 +523,10 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			return nil
 		}
 		if len(msg.ToolCalls) == 0 {
-			if strings.TrimSpace(msg.Content) != "" {
-				reason := j.debris(msg.Content)
+			if answer := answerText(msg.Content); strings.TrimSpace(answer) != "" {
+				reason := j.debris(answer)
 				if reason == "" {
+					msg.Content = answer
 					return turn{msg: msg}, nil
 				}
 				if err := reask(reason); err != nil {
@@ -512,12 +535,14 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 				continue
 			}
 			if nudged {
-				return turn{}, ErrEmptyResponse
+				return turn{}, j.emptyErr(resp)
 			}
 			nudged, note = true, emptyNote
 			tools, toolToks = j.tools, j.toolToks
 			continue
 		}
+		msg.ToolCalls, origin = dropRepeatedCalls(msg.ToolCalls, origin)
+		j.normalizeCalls(msg.ToolCalls)
 		fixCallIDs(msg.ToolCalls, round, j.callIDs)
 		calls := make([]*call, len(msg.ToolCalls))
 		var invalid []*call
@@ -562,6 +587,22 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			names[i] = c.target.tool.Name
 		}
 		j.emit(ctx, EventToolSchemaRetry, round, map[string]any{"retry": retries, "tools": names, "tool_def_tokens": toolToks})
+	}
+}
+
+// normalizeCalls rewrites, in place, the names and arguments of calls
+// that name a job's tool in another spelling (resolveName) or wrap their
+// arguments object (repairArguments): the call that runs is the one the
+// transcript shows, and the server is sent back arguments it can parse.
+func (j *job) normalizeCalls(calls []llm.ToolCall) {
+	for i := range calls {
+		f := &calls[i].Function
+		if name, ok := j.reg.resolveName(f.Name); ok {
+			f.Name = name
+		}
+		if args, ok := repairArguments(f.Arguments); ok {
+			f.Arguments = args
+		}
 	}
 }
 

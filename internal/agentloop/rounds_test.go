@@ -88,7 +88,7 @@ func TestBadArgumentsGoBackAsErrors(t *testing.T) {
 	}{
 		{"truncated JSON", call("get_weather", `{"city": "Paris"`), "Error: the arguments are not valid JSON"},
 		{"not an object", call("get_weather", `["Paris"]`), "Error: the arguments must be a JSON object, got an array"},
-		{"null", call("get_weather", `null`), "Error: the arguments must be a JSON object, got null"},
+		{"a string", call("get_weather", `"Paris"`), "Error: the arguments must be a JSON object, got a string"},
 		{"unknown tool", call("get_wheather", `{"city":"Paris"}`), `Error: unknown tool "get_wheather"; closest names: get_weather`},
 		{"broken tagged call", llm.ToolCall{}, "Error: the arguments are not valid JSON"},
 	} {
