@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
@@ -28,6 +29,8 @@ func classify(err error) error {
 	case errors.As(err, &netErr): // the provider is unreachable
 		return jobs.Retryable(err)
 	case errors.Is(err, journal.ErrUnavailable): // NATS could not store an intent
+		return jobs.Retryable(err)
+	case errors.Is(err, agentloop.ErrReplyAbandoned): // finish_reason error or abort
 		return jobs.Retryable(err)
 	}
 	return err

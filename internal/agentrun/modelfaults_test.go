@@ -81,6 +81,12 @@ func status(code int, header map[string]string, body string) func(http.ResponseW
 	}
 }
 
+// finished is a completion whose one choice is message with finish reason.
+func finished(message, finish string) string {
+	return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":` + message +
+		`,"finish_reason":"` + finish + `"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+}
+
 func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 
 // drop closes the connection without a byte of response (the client
@@ -222,6 +228,13 @@ func TestModelEndpointFaults(t *testing.T) {
 			[]string{"error in a successful reply: No endpoints found that support tool use"}, false, 0, false, ""},
 		{"200 with a web page", status(http.StatusOK, nil, "<html><body>Sign in</body></html>"), jobs.StatusFailed,
 			[]string{"unusable reply (status 200): not a JSON object (Content-Type application/json; a web page: is BaseURL the API's root", "Sign in"}, false, 0, false, ""},
+		// A finish reason of error (OpenRouter) or abort (vLLM): the server
+		// gave up on the generation; the job is tried again.
+		{"finish_reason error", status(http.StatusOK, nil, finished(`{"role":"assistant","content":"The answ"}`, "error")), jobs.StatusDead,
+			[]string{"max deliveries (2) exhausted", `model "m": agentloop: the model server abandoned the reply: finish_reason "error"`}, false, 0, false, ""},
+		// Cut off at the token limit: the same request would be cut off again.
+		{"answer cut off at the token limit", status(http.StatusOK, nil, finished(`{"role":"assistant","content":"The answ"}`, "length")), jobs.StatusFailed,
+			[]string{`model "m": agentloop: the model's reply was cut off at its output token limit: finish_reason "length"`, `ending "The answ"`}, false, 0, false, ""},
 		{"connection reset", reset, jobs.StatusDead,
 			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "llm: connection:", "connection reset by peer"}, true, 0, false, ""},
 		{"dropped connection", drop, jobs.StatusDead,
