@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -139,13 +141,26 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		return nil, err
 	case res.StatusCode >= 400:
 		a.failed(newAPIError(res, body))
-	case res.StatusCode >= 200 && res.StatusCode < 300:
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		// A redirect the client did not follow (the default one follows
+		// none to another origin, see Config.HTTPClient): the same
+		// request would get it again.
+		err := nonRetryable(fmt.Errorf("%w (status %d): a redirect to %q, not followed (set BaseURL to the API's own URL)",
+			ErrBadReply, res.StatusCode, res.Header.Get("Location")))
+		a.failed(err)
+		return asErrorReply(res, err), nil
+	case res.StatusCode >= 200:
 		a.status, a.body = res.StatusCode, body
 		if err := judgeReply(res, body); err != nil {
 			// openai-go sees an error reply whose status and
 			// x-should-retry say what to do, and retries (or not) itself.
 			a.failed(err)
 			return asErrorReply(res, err), nil
+		}
+		// A JSON object sent as text/plain (or with no type) is read as
+		// JSON: openai-go decodes only a JSON media type.
+		if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+			res.Header.Set("Content-Type", "application/json")
 		}
 	}
 	return res, nil

@@ -47,7 +47,10 @@ type Config struct {
 	MaxReplyBytes int64
 	// Headers are added to every request (e.g. OpenRouter's HTTP-Referer).
 	Headers map[string]string
-	// HTTPClient sends the requests (nil: a client on http.DefaultTransport).
+	// HTTPClient sends the requests (nil: a client on http.DefaultTransport
+	// that follows redirects within BaseURL's origin only: openai-go
+	// refuses the others, so the key never goes elsewhere, and the
+	// redirect fails the request without retries).
 	HTTPClient *http.Client
 	// OnRetry, if set, is called when an attempt failed and openai-go will
 	// try again, before it waits: attempt is the 1-based attempt that failed,
@@ -100,9 +103,22 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.HTTPClient == nil {
 		// The shared default transport, not a private one: connections are
 		// pooled process-wide and nothing lingers per Client.
-		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport}
+		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport, CheckRedirect: sameOriginRedirects}
 	}
 	return cfg, nil
+}
+
+// sameOriginRedirects follows at most 10 redirects within the first
+// request's scheme, host and port; a redirect elsewhere is returned as the
+// reply (which the client then reports, see attempts.observe).
+func sameOriginRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // normaliseBaseURL returns base with exactly one trailing slash, the form

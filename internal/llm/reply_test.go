@@ -25,7 +25,9 @@ func completion(message, finish string) string {
 // type of 'string' or '[]byte' for responses with content-type
 // 'text/html'..."); a byte order mark failed the reply; content sent as
 // an array of parts became the answer as raw JSON; a legacy function_call
-// was dropped (the reply looked empty); a body had no size bound.
+// was dropped (the reply looked empty); a body had no size bound; JSON
+// sent as text/plain was refused; a redirect to another origin was a
+// connection error (retried, and the job handed back).
 func TestUnusualSuccessfulReplies(t *testing.T) {
 	t.Parallel()
 	ok := llmtest.Reply{Content: "done"}
@@ -91,6 +93,14 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 		{name: "no choices, the body quoted",
 			replies:      []llmtest.Reply{{Body: `{"detail":"Not Found"}`}, ok},
 			wantRequests: 1, wantErr: []string{`response has no choices: "{\"detail\":\"Not Found\"}"`}},
+		{name: "JSON sent as text/plain",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":"fine"}`, "stop"), Header: map[string]string{"Content-Type": "text/plain; charset=utf-8"}}},
+			wantRequests: 1, wantContent: "fine"},
+		{name: "redirect to another origin",
+			replies: []llmtest.Reply{{Status: 307, Header: map[string]string{"Location": "https://login.example.com/v1/chat/completions"}, Body: "moved"}, ok},
+			// Before: openai-go's origin guard refused it, reported as a
+			// connection error, which the worker retries.
+			wantRequests: 1, wantErr: []string{`unusable reply (status 307): a redirect to "https://login.example.com/v1/chat/completions", not followed`}, badReply: true},
 		{name: "byte order mark",
 			replies:      []llmtest.Reply{{Body: "\ufeff" + completion(`{"role":"assistant","content":"fine"}`, "stop")}},
 			wantRequests: 1, wantContent: "fine"},
