@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -100,8 +101,22 @@ func (r *registry) lookup(name string) (*entry, bool) {
 	return e, ok
 }
 
+// maxUnknownName bounds the part of an unknown tool's name that is
+// compared and quoted: names are at most 64 characters, and the edit
+// distance to every tool costs the product of the lengths (a hostile
+// server's megabyte name against a large catalog took minutes).
+const maxUnknownName = 128
+
 // unknownToolError names the closest tools, so the model can correct itself.
 func (r *registry) unknownToolError(name string, direct bool) error {
+	if len(name) > maxUnknownName {
+		cut := maxUnknownName
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		err := r.unknownToolError(name[:cut], direct)
+		return fmt.Errorf("%w (the name quoted is the first %d of its %d bytes)", err, cut, len(name))
+	}
 	names := make([]string, 0, len(r.byName)+len(r.meta))
 	for n := range r.byName {
 		names = append(names, n)

@@ -1,9 +1,14 @@
 package agentloop_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/llm"
@@ -208,5 +213,32 @@ func TestOtherServersReplies(t *testing.T) {
 				t.Errorf("sent back %s", mustJSON(t, got))
 			}
 		})
+	}
+}
+
+// A hostile server's tool name of megabytes is compared with the catalog's
+// names by its first 128 bytes only. Before: the edit distance to every
+// tool cost the product of the lengths (a 4 MiB name against 300 tools ran
+// for minutes), and the error quoted all of it.
+func TestHugeUnknownToolName(t *testing.T) {
+	t.Parallel()
+	srv := server.NewMCPServer("many", "1.0.0", server.WithToolCapabilities(false))
+	for i := range 300 {
+		srv.AddTool(mcp.NewTool(fmt.Sprintf("tool_number_%03d", i), mcp.WithDescription("A tool.")),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("ran"), nil })
+	}
+	tools := inProcessView(t, nil, map[string]*server.MCPServer{"many": srv})
+	name := strings.Repeat("tool_number_", 4<<20/12)
+	s := llmtest.NewServer(t, rawReply(rawCalls(rawCall("c1", name, `"{}"`)), "tool_calls"), textReply("done"))
+	l := newLoop(t, s, agentloop.Config{})
+	res, err := l.Run(t.Context(), agentloop.Input{Task: "go", Mode: agentloop.ModeFull, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := toolMessages(res.Messages)
+	want := fmt.Sprintf(`Error: unknown tool %q; closest names: `, name[:128])
+	note := fmt.Sprintf("(the name quoted is the first 128 of its %d bytes)", len(name))
+	if len(results) != 1 || !strings.HasPrefix(results[0].Content, want) || !strings.HasSuffix(results[0].Content, note) {
+		t.Errorf("results %.400s", mustJSON(t, results))
 	}
 }
