@@ -225,7 +225,9 @@ func TestHugeUnknownToolName(t *testing.T) {
 	srv := server.NewMCPServer("many", "1.0.0", server.WithToolCapabilities(false))
 	for i := range 300 {
 		srv.AddTool(mcp.NewTool(fmt.Sprintf("tool_number_%03d", i), mcp.WithDescription("A tool.")),
-			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("ran"), nil })
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("ran"), nil
+			})
 	}
 	tools := inProcessView(t, nil, map[string]*server.MCPServer{"many": srv})
 	name := strings.Repeat("tool_number_", 4<<20/12)
