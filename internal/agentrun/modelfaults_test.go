@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/jobs/jobstest"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/natstest"
+	"github.com/jetagent/jetagent/internal/telemetry"
 )
 
 // The model endpoint's faults, end to end through the worker's own path
@@ -316,5 +319,49 @@ func TestModelEndpointRecovers(t *testing.T) {
 				t.Errorf("state %+v after %d requests, events %v", st, len(m.requests()), types)
 			}
 		})
+	}
+}
+
+// A server reporting negative token counts (some report -1 for unknown; a
+// hostile one anything) does not fail the job through the metrics: the
+// Prometheus counters of telemetry.Runner panic on a negative add, which
+// failed the job with "runner panicked: counter cannot decrease in value"
+// before llm read such counts as 0.
+func TestNegativeUsageWithMetrics(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(t, llmtest.Reply{Content: "hi", Usage: &llm.Usage{PromptTokens: -3, CompletionTokens: -1, CachedPromptTokens: -2}})
+	c, err := llm.New(llm.Config{BaseURL: model.URL(), Model: "scripted", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := agentloop.New(agentloop.Config{LLM: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := agentrun.New(agentrun.Config{Loop: loop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := telemetry.NewMetrics(prometheus.NewRegistry(), telemetry.Options{DefaultModel: "scripted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := natstest.Connect(t, natstest.Start(t))
+	jobstest.RunWorker(t, jobs.Config{Conn: nc, Runner: m.Runner(runner), FetchWait: 200 * time.Millisecond})
+	ctx := natstest.Context(t)
+	client, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := client.Submit(ctx, &jobs.Job{Task: "say hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := client.Wait(ctx, rc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != jobs.StatusSucceeded || st.Result.Answer != "hi" || st.Result.Usage.PromptTokens != 0 {
+		t.Errorf("state %s (%s), result %+v", st.Status, st.Error, st.Result)
 	}
 }

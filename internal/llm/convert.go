@@ -151,12 +151,21 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		Refusal:      ch.Message.Refusal,
 		Model:        c.Model,
 		Usage: Usage{
-			PromptTokens:       c.Usage.PromptTokens,
-			CompletionTokens:   c.Usage.CompletionTokens,
-			CachedPromptTokens: c.Usage.PromptTokensDetails.CachedTokens,
+			PromptTokens:       tokenCount(c.Usage.PromptTokens),
+			CompletionTokens:   tokenCount(c.Usage.CompletionTokens),
+			CachedPromptTokens: tokenCount(c.Usage.PromptTokensDetails.CachedTokens),
 		},
 	}, nil
 }
+
+// maxTokenCount bounds a reported token count: no reply costs a trillion
+// tokens, and sums of a job's counts must not overflow.
+const maxTokenCount = 1 << 40
+
+// tokenCount is a reported count as the job accounts it: a negative one
+// (a server's "unknown", or a hostile one) is 0, an absurd one the bound.
+// Counts feed Prometheus counters, which panic when added a negative value.
+func tokenCount(n int64) int64 { return min(max(n, 0), maxTokenCount) }
 
 // ToolsJSON is the "tools" array exactly as Complete sends it: the ToolJSON
 // of each tool, in order (nil for no tools). Token accounting counts these

@@ -164,3 +164,37 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 		})
 	}
 }
+
+// Usage as servers report it: missing, with fields of their own, as
+// strings, negative or absurd. A count is never negative nor beyond 2^40.
+// Before: a negative count passed through to the job's usage and its
+// llm.response event, whose Prometheus counter panics on a negative add
+// (the worker reported "runner panicked: counter cannot decrease in
+// value"), and huge counts could overflow a job's sums.
+func TestUsageAsReported(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, usage string
+		want        llm.Usage
+	}{
+		{"missing", ``, llm.Usage{}},
+		{"null", `,"usage":null`, llm.Usage{}},
+		{"extra fields", `,"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"queue_time":0.1,"prompt_tokens_details":null,"completion_tokens_details":{"reasoning_tokens":7}}`, llm.Usage{PromptTokens: 3, CompletionTokens: 2}},
+		{"strings and floats", `,"usage":{"prompt_tokens":"3","completion_tokens":2.0}`, llm.Usage{PromptTokens: 3, CompletionTokens: 2}},
+		{"negative", `,"usage":{"prompt_tokens":-1,"completion_tokens":-5,"prompt_tokens_details":{"cached_tokens":-2}}`, llm.Usage{}},
+		{"absurd", `,"usage":{"prompt_tokens":9223372036854775807,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":9223372036854775807}}`, llm.Usage{PromptTokens: 1 << 40, CompletionTokens: 4, CachedPromptTokens: 1 << 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.NewServer(t, llmtest.Reply{Body: `{"id":"x","object":"chat.completion","created":1,"model":"m",` +
+				`"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]` + tc.usage + `}`})
+			resp, err := newClient(t, s, nil).Complete(testCtx(t), userRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Usage != tc.want || resp.Message.Content != "ok" {
+				t.Errorf("usage %+v, content %q; want %+v", resp.Usage, resp.Message.Content, tc.want)
+			}
+		})
+	}
+}
