@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,16 +72,39 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 		items = slices.DeleteFunc(items, func(it toolcache.EvalItem) bool { return toolcache.EvalHalf(it) != h })
 	}
 	var lists [][]toolcache.Tool
+	// A server name is one server, as in the worker's MCP servers file: a
+	// tool that an earlier catalog file gives the same server already (two
+	// captures of one server) is left out, or the index would hold it
+	// twice under one model-facing name.
+	have := map[[2]string]bool{}
 	for _, path := range files[1:] {
 		_, tools, err := toolcache.LoadCatalog(path)
 		if err != nil {
 			return err
 		}
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		dup := map[string]int{}
+		tools = slices.DeleteFunc(tools, func(t toolcache.Tool) bool {
+			if t.Server == "" {
+				t.Server = name
+			}
+			key := [2]string{t.Server, t.Name}
+			if have[key] {
+				dup[t.Server]++
+				return true
+			}
+			return false
+		})
 		for i := range tools {
 			if tools[i].Server == "" {
 				tools[i].Server = name
 			}
+		}
+		for _, t := range tools {
+			have[[2]string{t.Server, t.Name}] = true
+		}
+		for _, srv := range slices.Sorted(maps.Keys(dup)) {
+			fmt.Fprintf(stderr, "search-eval: note: %d tools of server %q in %s are in an earlier catalog already; indexed once\n", dup[srv], srv, path)
 		}
 		lists = append(lists, tools)
 	}

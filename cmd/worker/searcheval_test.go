@@ -93,6 +93,16 @@ func TestSearchEval(t *testing.T) {
 	if code := run([]string{"search-eval", queries}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "at least one catalog") {
 		t.Errorf("no catalog: exit %d, %s", code, errb.String())
 	}
+	// Two captures of one server: its tools are indexed once (the first
+	// file's), so that the catalog has 3 tools, not 4, and a note says so.
+	out.Reset()
+	errb.Reset()
+	again := write("weather-again.json", `{"server":"weather","tools":[{"name":"get_alerts","description":"Severe weather alerts."}]}`)
+	if code := run([]string{"search-eval", "--k", "1", queries, weather, again, files}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "3 tools in 3 catalog files") ||
+		!strings.Contains(errb.String(), `1 tools of server "weather" in `+again+` are in an earlier catalog already`) {
+		t.Errorf("a server twice: exit %d, stdout %s, stderr %s", code, out.String(), errb.String())
+	}
 	// A catalog left out: still scored, with a warning naming the gold
 	// tools no catalog has.
 	out.Reset()
