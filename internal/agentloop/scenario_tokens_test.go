@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -40,12 +41,11 @@ func opsView(t *testing.T) *toolcache.View {
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: out}, nil
 		})
 	tickets := server.NewMCPServer("tickets", "1.0.0", server.WithToolCapabilities(false))
-	n := 0
+	var n atomic.Int64 // the calls of a round run concurrently
 	tickets.AddTool(mcp.NewToolWithRawSchema("createTicket", "Open a ticket.",
 		json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"},"body":{"type":"string"}},"required":["title"]}`)),
 		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			n++
-			out := map[string]any{"id": fmt.Sprintf("T-%d", n), "title": req.GetString("title", "")}
+			out := map[string]any{"id": fmt.Sprintf("T-%d", n.Add(1)), "title": req.GetString("title", "")}
 			b, _ := json.Marshal(out)
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: out}, nil
 		})
