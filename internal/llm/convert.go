@@ -140,6 +140,7 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		}
 		msg.ToolCalls = append(msg.ToolCalls, call)
 	}
+	//nolint:staticcheck // deliberately read: the deprecated field is what those servers send
 	if fc := ch.Message.FunctionCall; len(msg.ToolCalls) == 0 && fc.Name != "" {
 		// The deprecated function_call, which older servers still send
 		// instead of tool_calls: the same call, without an id.
