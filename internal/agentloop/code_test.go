@@ -205,26 +205,34 @@ func TestCodeModeRefusesEscapes(t *testing.T) {
 	tools := effectsView(t, &effects{})
 	for _, tc := range []struct {
 		name, code, want string
+		// wall is the case's wall-time limit (0: 2 s). A case that must
+		// end at another limit gets a minute, so that a slow machine
+		// cannot reach the wall time first.
+		wall time.Duration
 	}{
-		{"require", `const fs = require("fs"); return fs.readFileSync("/etc/passwd")`, "require"},
-		{"import", `const m = await import("fs"); return m`, "import"},
-		{"fetch", `return await fetch("http://example.com")`, "fetch"},
-		{"process", `return process.env`, "process"},
-		{"timers", `setTimeout(() => {}, 10)`, "setTimeout"},
-		{"infinite loop", `while (true) {}`, "wall time"},
-		{"huge output", `for (let i = 0; i < 100000; i++) console.log("x".repeat(100))`, "truncated"},
-		{"deep recursion", `const f = n => f(n + 1) + 1; return f(0)`, "stack"},
-		{"huge allocation", `let a = []; for (;;) a.push(new Array(1e6).fill(1))`, ""},
-		{"global object", `return this.constructor.constructor("return process")()`, "Function constructor is not available"},
-		{"unawaited call flood", `for (;;) tools.read({arg: "x"})`, "limit of 200 tool calls"},
-		{"never settles", `await new Promise(() => {})`, "never settles"},
-		{"arguments not an object", `await tools.read({toJSON: () => "x"})`, "serialised to a string"},
+		{"require", `const fs = require("fs"); return fs.readFileSync("/etc/passwd")`, "require", 0},
+		{"import", `const m = await import("fs"); return m`, "import", 0},
+		{"fetch", `return await fetch("http://example.com")`, "fetch", 0},
+		{"process", `return process.env`, "process", 0},
+		{"timers", `setTimeout(() => {}, 10)`, "setTimeout", 0},
+		{"infinite loop", `while (true) {}`, "wall time", 0},
+		{"huge output", `for (let i = 0; i < 100000; i++) console.log("x".repeat(100))`, "truncated", 0},
+		{"deep recursion", `const f = n => f(n + 1) + 1; return f(0)`, "stack", 0},
+		{"huge allocation", `let a = []; for (;;) a.push(new Array(1e6).fill(1))`, "", 0},
+		{"global object", `return this.constructor.constructor("return process")()`, "Function constructor is not available", 0},
+		{"unawaited call flood", `for (;;) tools.read({arg: "x"})`, "limit of 200 tool calls", time.Minute},
+		{"never settles", `await new Promise(() => {})`, "never settles", 0},
+		{"arguments not an object", `await tools.read({toJSON: () => "x"})`, "serialised to a string", 0},
 	} {
 		// One at a time: codemode's memory watchdog reads the process's
 		// heap, so a neighbour's allocation could stop the loop case first.
 		t.Run(tc.name, func(t *testing.T) {
 			s := llmtest.NewServer(t, toolReply(codeCall(tc.code)), textReply("ok"))
-			l := newLoop(t, s, agentloop.Config{CodeLimits: codemode.Limits{WallTime: 2 * time.Second, MaxMemory: 64 << 20}})
+			wall := tc.wall
+			if wall == 0 {
+				wall = 2 * time.Second
+			}
+			l := newLoop(t, s, agentloop.Config{CodeLimits: codemode.Limits{WallTime: wall, MaxMemory: 64 << 20}})
 			res, err := l.Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeCode})
 			if err != nil || res.Answer != "ok" {
 				t.Fatalf("the job did not go on: %v %q", err, res.Answer)
