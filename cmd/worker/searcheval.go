@@ -20,7 +20,7 @@ import (
 )
 
 // searchEval scores the loop's tool search on a retrieval set:
-// worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M] QUERIES.jsonl CATALOG.json...
+// worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...
 // Each catalog file is one server (or several, with a tool_server array),
 // named as the pool names them; each line's query is one search with the
 // whole request, by the same index and ranking search_tools uses. --half
@@ -36,17 +36,23 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	kList := fs.String("k", "1,5,10", "cut-offs, comma-separated")
 	half := fs.String("half", "", "choose or report: only that fixed half of the set")
 	embedModel := fs.String("embed-model", "", "embedding model for the hybrid ranking (empty: BM25F only)")
+	embedWeight := fs.Float64("embed-weight", toolcache.DefaultVectorWeight, "with --embed-model: the vector ranking's weight in the fusion, BM25F's being 1 (JETAGENT_EMBEDDING_WEIGHT)")
 	// Flags may come before or after the files.
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M] QUERIES.jsonl CATALOG.json...)", err)
+			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...)", err)
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		files = append(files, fs.Arg(0))
 		args = fs.Args()[1:]
+	}
+	weighted := false
+	fs.Visit(func(f *flag.Flag) { weighted = weighted || f.Name == "embed-weight" })
+	if weighted && *embedModel == "" {
+		return errors.New("search-eval: --embed-weight weighs the vectors of --embed-model, which is not given")
 	}
 	var ks []int
 	for _, f := range strings.Split(*kList, ",") {
@@ -125,6 +131,9 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	search := toolcache.EvalSearch(reg)
 	runs, fallbacks := 3, 0
 	if *embedModel != "" {
+		if err := toolcache.CheckVectorWeight(*embedWeight); err != nil {
+			return fmt.Errorf("search-eval: --embed-weight: %w", err)
+		}
 		base := os.Getenv("OPENAI_BASE_URL")
 		if base == "" {
 			base = defaultBaseURL
@@ -136,6 +145,9 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 		sem, err := toolcache.EmbedIndex(context.Background(), ix, emb, &toolcache.MemoryVectorStore{})
 		if err != nil {
 			return fmt.Errorf("search-eval: %w", err)
+		}
+		if sem, err = sem.WithVectorWeight(*embedWeight); err != nil {
+			return fmt.Errorf("search-eval: --embed-weight: %w", err)
 		}
 		search, runs = toolcache.EvalSemanticSearch(context.Background(), sem, &fallbacks), 1
 	}

@@ -163,6 +163,22 @@ func TestSearchEvalEmbeddings(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil || m["recall@1"] != 1 || m["semantic_fallbacks"] != 0 {
 		t.Errorf("hybrid: %v %s", err, out.String())
 	}
+	// --embed-weight is the vector ranking's weight; out of range it is
+	// refused before anything is embedded.
+	out.Reset()
+	if code := run([]string{"search-eval", "--json", "--k", "1", "--embed-model", "toy", "--embed-weight", "0.5", q, cat}, &out, &errb); code != 0 || !json.Valid(out.Bytes()) {
+		t.Errorf("--embed-weight 0.5: exit %d, %s %s", code, out.String(), errb.String())
+	}
+	for _, w := range []string{"0", "-1", "101", "NaN"} {
+		errb.Reset()
+		if code := run([]string{"search-eval", "--embed-model", "toy", "--embed-weight", w, q, cat}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "--embed-weight") {
+			t.Errorf("--embed-weight %s: exit %d, %s", w, code, errb.String())
+		}
+	}
+	errb.Reset()
+	if code := run([]string{"search-eval", "--embed-weight", "0.5", q, cat}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "--embed-model") {
+		t.Errorf("--embed-weight without --embed-model: exit %d, %s", code, errb.String())
+	}
 	refuse.Store(true)
 	out.Reset()
 	if code := run([]string{"search-eval", "--embed-model", "toy", q, cat}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "embedding") {

@@ -136,6 +136,16 @@ const rrfK = 60
 // fuseDepth is how deep each ranking is fused.
 const fuseDepth = 100
 
+// DefaultVectorWeight is the vector ranking's weight in the fusion, the
+// BM25F ranking's being 1. How much a model's vectors should count depends
+// on the model (docs/BENCHMARKS.md: with a weak encoder, less than BM25F),
+// so it is a setting, to be chosen with search-eval --embed-weight.
+const DefaultVectorWeight = 1
+
+// MaxVectorWeight bounds the vector weight: beyond it BM25F only breaks
+// ties.
+const MaxVectorWeight = 100
+
 // SemanticIndex is a SearchIndex with a vector per tool. It is immutable
 // and safe for concurrent use.
 type SemanticIndex struct {
@@ -144,6 +154,27 @@ type SemanticIndex struct {
 	vecs  [][]float32 // by tool, unit length
 	dim   int
 	model string
+	// weight is the vector ranking's weight in the fusion.
+	weight float64
+}
+
+// WithVectorWeight is s with the vector ranking weighted w in the fusion
+// (the BM25F ranking 1); w must be in (0, MaxVectorWeight].
+func (s *SemanticIndex) WithVectorWeight(w float64) (*SemanticIndex, error) {
+	if err := CheckVectorWeight(w); err != nil {
+		return nil, err
+	}
+	c := *s
+	c.weight = w
+	return &c, nil
+}
+
+// CheckVectorWeight says whether w can weigh the vector ranking.
+func CheckVectorWeight(w float64) error {
+	if !(w > 0 && w <= MaxVectorWeight) { // also refuses NaN
+		return fmt.Errorf("toolcache: vector weight %v: want more than 0 and at most %d", w, MaxVectorWeight)
+	}
+	return nil
 }
 
 // Index is the lexical index underneath.
@@ -154,7 +185,7 @@ func (s *SemanticIndex) Index() *SearchIndex { return s.ix }
 // and written to store. Do it once per catalog version, off the search
 // path; it fails when the embedder does.
 func EmbedIndex(ctx context.Context, ix *SearchIndex, emb Embedder, store VectorStore) (*SemanticIndex, error) {
-	s := &SemanticIndex{ix: ix, emb: emb, model: emb.Model(), vecs: make([][]float32, len(ix.tools))}
+	s := &SemanticIndex{ix: ix, emb: emb, model: emb.Model(), vecs: make([][]float32, len(ix.tools)), weight: DefaultVectorWeight}
 	texts := make([]string, len(ix.tools))
 	var missing []int
 	for i := range ix.tools {
@@ -226,9 +257,9 @@ func unit(v []float32) []float32 {
 var ErrNoQueryVector = errors.New("toolcache: no query vector")
 
 // Search ranks like SearchIndex.Search, fused with the tools' similarity
-// to the query's vector: each tool's score is the sum of 1/(60 + rank)
-// over the BM25F ranking and the vector ranking (reciprocal-rank fusion),
-// each ranking cut at its first 100. A query that is a tool's name still
+// to the query's vector: each tool's score is 1/(60 + rank) in the BM25F
+// ranking plus weight/(60 + rank) in the vector ranking (reciprocal-rank
+// fusion; WithVectorWeight), each ranking cut at its first 100. A query that is a tool's name still
 // puts it first; opts.Extra tools (no vectors) take part through the BM25F
 // ranking. When the query cannot be embedded, the answer is
 // SearchIndex.Search's with SemanticErr set.
@@ -275,21 +306,25 @@ func (s *SemanticIndex) Search(ctx context.Context, query string, opts SearchOpt
 	}
 	byName := map[string]*fused{}
 	var order []*fused
-	add := func(t Tool, rank int, first bool) {
+	add := func(t Tool, rank int, w float64, first bool) {
 		f := byName[t.Name]
 		if f == nil {
 			f = &fused{t: t}
 			byName[t.Name] = f
 			order = append(order, f)
 		}
-		f.score += 1 / float64(rrfK+rank)
+		f.score += w / float64(rrfK+rank)
 		f.first = f.first || first
 	}
 	for r, h := range lex.Hits {
-		add(h.Tool, r+1, math.IsInf(h.Score, 1))
+		add(h.Tool, r+1, 1, math.IsInf(h.Score, 1))
+	}
+	w := s.weight
+	if w == 0 {
+		w = DefaultVectorWeight
 	}
 	for r, h := range vec.sorted() {
-		add(*h.t, r+1, false)
+		add(*h.t, r+1, w, false)
 	}
 	top := topK{limit: limit}
 	for _, f := range order {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash/fnv"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -124,6 +125,51 @@ func TestSemanticSearch(t *testing.T) {
 	}
 	if _, err := EmbedIndex(ctx, NewSearchIndex(tools), emb, nil); err == nil {
 		t.Error("EmbedIndex without a working embedder and store succeeded")
+	}
+}
+
+// The vector weight decides between the rankings where they disagree: at
+// the least weight the order is BM25F's, at the most the vectors'; a
+// weight out of range is refused.
+func TestSemanticVectorWeight(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := EmbedIndex(ctx, NewSearchIndex(semanticCatalog()), &fakeEmbedder{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "read" and "file" name read_file; the vectors see a painting (art)
+	// in the collection's description.
+	const q = "read about this painting in a file of the museum collection"
+	lexical := names(s.Index().Search(q, SearchOptions{Limit: 5}))
+	qv := conceptVector(q)
+	var vecFirst string
+	best := float32(-1)
+	for i, v := range s.vecs {
+		if d := dot(unit(qv), v); d > best {
+			best, vecFirst = d, s.ix.tools[i].Original
+		}
+	}
+	if len(lexical) == 0 || lexical[0] == vecFirst {
+		t.Fatalf("the rankings agree (%v, vectors: %s first): the query tests nothing", lexical, vecFirst)
+	}
+	for _, tc := range []struct {
+		w     float64
+		first string
+	}{{0.001, lexical[0]}, {DefaultVectorWeight, ""}, {MaxVectorWeight, vecFirst}} {
+		ws, err := s.WithVectorWeight(tc.w)
+		if err != nil {
+			t.Fatalf("weight %v: %v", tc.w, err)
+		}
+		got := names(ws.Search(ctx, q, SearchOptions{Limit: 5}))
+		if tc.first != "" && (len(got) == 0 || got[0] != tc.first) {
+			t.Errorf("weight %v: %v, want %s first", tc.w, got, tc.first)
+		}
+	}
+	for _, w := range []float64{0, -1, MaxVectorWeight + 1, math.NaN(), math.Inf(1)} {
+		if _, err := s.WithVectorWeight(w); err == nil {
+			t.Errorf("weight %v accepted", w)
+		}
 	}
 }
 

@@ -32,6 +32,9 @@ type SemanticConfig struct {
 	// Logger receives one warning per catalog version whose vectors could
 	// not be computed (nil: the pool's logger).
 	Logger *slog.Logger
+	// VectorWeight is the vector ranking's weight in the fusion, BM25F's
+	// being 1 (0: DefaultVectorWeight; at most MaxVectorWeight).
+	VectorWeight float64
 }
 
 // Defaults of SemanticConfig.
@@ -69,6 +72,12 @@ func (p *Pool) EnableSemantic(cfg SemanticConfig) error {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = p.opts.logger
+	}
+	if cfg.VectorWeight == 0 {
+		cfg.VectorWeight = DefaultVectorWeight
+	}
+	if err := CheckVectorWeight(cfg.VectorWeight); err != nil {
+		return fmt.Errorf("toolcache: EnableSemantic: %w", err)
 	}
 	p.mu.Lock()
 	closed := p.closed
@@ -276,6 +285,12 @@ func (b *semanticBuilder) compute(ctx context.Context, ix *SearchIndex) (*Semant
 	// Every vector is in got: EmbedIndex embeds nothing; it checks the
 	// dimensions and normalises. Queries go through b.query.
 	sem, err := EmbedIndex(ctx, ix, b.query, got)
+	if err != nil {
+		return nil, st, err
+	}
+	if b.cfg.VectorWeight != 0 { // EnableSemantic has checked it
+		sem, err = sem.WithVectorWeight(b.cfg.VectorWeight)
+	}
 	return sem, st, err
 }
 
