@@ -35,6 +35,9 @@ const envPrefix = "JETAGENT"
 type Config struct {
 	DataDir string `split_words:"true" desc:"embedded NATS: JetStream store directory (used when NATS_URL is unset)"`
 	Listen  string `desc:"embedded NATS: client listen address; submit and the nats CLI connect here"`
+	// NATSConnectTimeout bounds the worker's wait for an external server
+	// at start (0: it waits until stopped).
+	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" desc:"how long the worker waits at start for the server at NATS_URL (to connect, then for JetStream to answer), retrying with backoff; bad credentials, TLS errors and a server without JetStream fail at once (0: until stopped)"`
 
 	Prefix          string          `desc:"subject prefix of the wire contract (agent.jobs.<queue>, AGENT_JOBS, ...)"`
 	Queues          []string        `desc:"queues this worker serves (comma-separated); each has one shared durable consumer"`
@@ -155,6 +158,7 @@ func (s Settings) jobsConfig() jobs.Config {
 	cfg.WorkerID, cfg.Concurrency, cfg.Heartbeat = c.WorkerID, c.Concurrency, c.Heartbeat
 	cfg.RetryDelay, cfg.RetryDelayMax = c.RetryDelay, c.RetryDelayMax
 	cfg.ShutdownGrace, cfg.JobTimeout = c.ShutdownGrace, c.JobTimeout
+	cfg.StartTimeout = c.NATSConnectTimeout
 	if s.maxJobBytesSet {
 		cfg.MaxJobBytes = c.MaxJobBytes // else jobs fits its default to the server
 	}
@@ -204,7 +208,7 @@ var (
 		"Concurrency": "JETAGENT_CONCURRENCY", "Heartbeat": "JETAGENT_HEARTBEAT",
 		"RetryDelay": "JETAGENT_RETRY_DELAY", "RetryDelayMax": "JETAGENT_RETRY_DELAY_MAX",
 		"ShutdownGrace": "JETAGENT_SHUTDOWN_GRACE", "JobTimeout": "JETAGENT_JOB_TIMEOUT",
-		"MaxJobBytes": "JETAGENT_MAX_JOB_BYTES",
+		"MaxJobBytes": "JETAGENT_MAX_JOB_BYTES", "StartTimeout": "JETAGENT_NATS_CONNECT_TIMEOUT",
 	}
 	loopVars = map[string]string{
 		"DefaultMode": "JETAGENT_TOOL_MODE", "MaxRoundsCap": "JETAGENT_MAX_ROUNDS_CAP",
@@ -451,8 +455,11 @@ Usage:
 
 With NATS_URL unset the worker starts an embedded NATS server with
 JetStream (store in JETAGENT_DATA_DIR, clients on JETAGENT_LISTEN), so
-submit and the nats CLI work with no set-up. SIGINT/SIGTERM stop it
-gracefully; a second signal stops it at once.
+submit and the nats CLI work with no set-up. With NATS_URL set it waits
+at start until that server takes connections and JetStream answers
+(retried with backoff, bounded by JETAGENT_NATS_CONNECT_TIMEOUT; bad
+credentials, TLS errors and a server without JetStream stop it at once).
+SIGINT/SIGTERM stop it gracefully; a second signal stops it at once.
 
 The embedded server asks clients for what the NATS_* variables say:
 NATS_USER and NATS_PASSWORD, or NATS_TOKEN; NATS_CERT and NATS_KEY are

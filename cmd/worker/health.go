@@ -19,24 +19,44 @@ import (
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
+// startState is what /readyz knows of a worker that is starting: what
+// it waits for (stage), then the parts it runs with.
+type startState struct {
+	stage   atomic.Pointer[string]
+	running atomic.Pointer[runningParts]
+}
+
+// runningParts are stored once the jobs.Worker exists.
+type runningParts struct {
+	w    *jobs.Worker
+	nc   *nats.Conn
+	pool *toolcache.Pool
+}
+
+// setStage says what the worker waits for now.
+func (st *startState) setStage(what string) { st.stage.Store(&what) }
+
 // readiness is what /readyz checks: the worker takes jobs, NATS is
 // connected and every configured (enabled) MCP server is up. The error
-// says what is not.
-func readiness(nc *nats.Conn, pool *toolcache.Pool, w *atomic.Pointer[jobs.Worker]) func() error {
+// says what is not (while the worker starts: what it waits for).
+func readiness(st *startState) func() error {
 	return func() error {
-		if wk := w.Load(); wk == nil {
-			return errors.New("worker starting")
-		} else {
-			select {
-			case <-wk.Ready():
-			default:
-				return errors.New("worker starting: JetStream topology not ensured yet")
+		r := st.running.Load()
+		if r == nil {
+			if stage := st.stage.Load(); stage != nil {
+				return errors.New("worker starting: " + *stage)
 			}
+			return errors.New("worker starting")
 		}
-		if !nc.IsConnected() {
-			return fmt.Errorf("NATS not connected (%s)", nc.Status())
+		select {
+		case <-r.w.Ready():
+		default:
+			return errors.New("worker starting: JetStream topology not ensured yet")
 		}
-		return telemetry.Ready(pool)
+		if !r.nc.IsConnected() {
+			return fmt.Errorf("NATS not connected (%s)", r.nc.Status())
+		}
+		return telemetry.Ready(r.pool)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,8 +112,23 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			return fmt.Errorf("JETAGENT_MCP_CONFIG: %w", err) // the error names the file
 		}
 	}
+	// /metrics, /healthz and /readyz answer from the start, so that an
+	// orchestrator sees the process alive (and not ready) while it waits
+	// for NATS; the job and model metrics are registered once they exist.
+	var st startState
+	var reg *prometheus.Registry
+	if s.MetricsAddr != "" {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		stopMetrics, err := serveMetrics(s, reg, readiness(&st), log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	var nc *nats.Conn
 	if s.NATS.URL == "" {
+		st.setStage("starting the embedded NATS server")
 		ec := s.embedded()
 		ns, err := jobs.StartEmbedded(ec)
 		if err != nil {
@@ -126,13 +140,15 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			return err
 		}
 	} else {
+		st.setStage("waiting for the NATS server (NATS_URL)")
 		var err error
-		if nc, err = s.NATS.Connect("jetagent-worker"); err != nil {
+		if nc, err = connectNATS(ctx, s, log); err != nil || nc == nil {
 			return err
 		}
 		log.Info("connected to NATS", "url", nc.ConnectedUrlRedacted())
 	}
 	defer nc.Close()
+	st.setStage("connected to NATS; starting")
 	if err := fitMaxJobBytes(&s, nc, log); err != nil {
 		return err
 	}
@@ -181,10 +197,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 
 	var metrics *jobs.Metrics
 	var measured jobs.Runner = runner
-	var started atomic.Pointer[jobs.Worker] // for /readyz
-	if s.MetricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if reg != nil {
 		if metrics, err = jobs.NewMetrics(reg); err != nil {
 			return err
 		}
@@ -193,11 +206,6 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			return err
 		}
 		measured = tm.Runner(runner)
-		stopMetrics, err := serveMetrics(s, reg, readiness(nc, pool, &started), log)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
 	}
 
 	// Traces: exported over OTLP only when the standard OTEL_* endpoint
@@ -227,7 +235,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if err != nil {
 		return err
 	}
-	started.Store(w)
+	st.running.Store(&runningParts{w: w, nc: nc, pool: pool})
 	if ready != nil {
 		go func() {
 			select {
@@ -239,6 +247,24 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	}
 	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", s.OpenAI.BaseURL)
 	return w.Run(ctx)
+}
+
+// connectNATS connects to the server at NATS_URL, waiting for it while
+// it does not accept connections, for JETAGENT_NATS_CONNECT_TIMEOUT (0:
+// until ctx ends). Both results are nil when ctx ends first: the worker
+// was stopped before it started, a normal shutdown.
+func connectNATS(ctx context.Context, s Settings, log *slog.Logger) (*nats.Conn, error) {
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if d := s.NATSConnectTimeout; d > 0 {
+		wctx, cancel = context.WithTimeoutCause(ctx, d, fmt.Errorf("not reachable within JETAGENT_NATS_CONNECT_TIMEOUT=%s", d))
+	}
+	defer cancel()
+	nc, err := s.NATS.ConnectWait(wctx, "jetagent-worker", log)
+	if err != nil && ctx.Err() != nil {
+		log.Info("stopped while waiting for NATS", "last_error", err)
+		return nil, nil
+	}
+	return nc, err
 }
 
 // enableSemantic turns on search_tools' hybrid ranking

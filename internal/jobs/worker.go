@@ -90,6 +90,12 @@ type Config struct {
 	Metrics *Metrics
 	// Logger receives operational logs (default: discarded).
 	Logger *slog.Logger
+	// StartTimeout bounds how long Run retries its first topology setup
+	// while JetStream does not answer (the server away or restarting, a
+	// cluster without a leader yet); 0: until Run's context ends. Errors a
+	// retry would not fix (no JetStream, a conflicting asset) end Run at
+	// once.
+	StartTimeout time.Duration
 }
 
 // Worker consumes jobs from one or more queues and runs them.
@@ -175,6 +181,9 @@ func (c Config) Validate() error {
 		return cfgerr.Fields(ErrConfig, []string{"RetryDelayMax", "RetryDelay"}, "retry delay max",
 			"%s must not be below the retry delay %s", c.RetryDelayMax, c.RetryDelay)
 	}
+	if c.StartTimeout < 0 {
+		return cfgerr.Field(ErrConfig, "StartTimeout", "start timeout", "must not be negative (got %s)", c.StartTimeout)
+	}
 	if c.Concurrency < 1 {
 		return cfgerr.Field(ErrConfig, "Concurrency", "concurrency", "must be at least 1 (got %d)", c.Concurrency)
 	}
@@ -244,7 +253,8 @@ func (w *Worker) Ready() <-chan struct{} { return w.ready }
 // Run ensures the topology, then takes and runs jobs until ctx ends. Then
 // it stops taking jobs, lets running ones finish for ShutdownGrace, hands
 // the rest back (NakWithDelay) and returns. It returns an error only when
-// it cannot start.
+// it cannot start; while JetStream does not answer it waits (see
+// StartTimeout), and a ctx that ends meanwhile returns nil.
 func (w *Worker) Run(ctx context.Context) error {
 	// Asynchronous publishes (events, transcripts) resolve within
 	// publishTimeout even when their ack is lost (eventpub.go).
@@ -252,10 +262,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.topo, err = EnsureTopology(ctx, js, w.cfg.Topology, func(f string, a ...any) {
-		w.log.Warn(fmt.Sprintf(f, a...))
-	})
+	w.topo, err = w.ensureTopology(ctx, js)
 	if err != nil {
+		if ctx.Err() != nil {
+			w.log.Info("worker stopped before it was ready")
+			return nil
+		}
 		return fmt.Errorf("JetStream topology: %w", err)
 	}
 	w.states = newStateStore(w.topo.State)
