@@ -80,6 +80,9 @@ type Config struct {
 	MCPBackoffMax     time.Duration `envconfig:"MCP_BACKOFF_MAX" desc:"MCP: longest delay between reconnection attempts"`
 
 	EmbeddingModel string `split_words:"true" desc:"search_tools: embedding model at OPENAI_BASE_URL/embeddings for a hybrid ranking (BM25F fused with vector similarity); tool vectors are shared by the workers in the KV bucket <PREFIX>_VECTORS (empty: BM25F only)"`
+	// EmbeddingWeight depends on the model: measure it with search-eval
+	// --embed-weight (docs/BENCHMARKS.md).
+	EmbeddingWeight float64 `split_words:"true" desc:"search_tools: the vector ranking's weight in the hybrid fusion, BM25F's being 1 (more than 0, at most 100; choose it with worker search-eval --embed-weight)"`
 
 	MetricsAddr string `split_words:"true" desc:"address of the Prometheus /metrics endpoint, e.g. :9090 (empty: off)"`
 	Pprof       bool   `envconfig:"PPROF" desc:"also serve Go's net/http/pprof profiles under /debug/pprof/ on JETAGENT_METRICS_ADDR (needs it; they show the process's internals)"`
@@ -141,7 +144,8 @@ func defaultSettings() Settings {
 		ClientToolTimeout: rc.ClientToolTimeout,
 		MCPConnectTimeout: pc.ConnectTimeout, MCPHealthInterval: pc.HealthInterval, MCPHealthMisses: pc.HealthMisses,
 		MCPResyncInterval: pc.ResyncInterval, MCPBackoffInitial: pc.BackoffInitial, MCPBackoffMax: pc.BackoffMax,
-		LogLevel: "info", LogFormat: "text",
+		EmbeddingWeight: toolcache.DefaultVectorWeight,
+		LogLevel:        "info", LogFormat: "text",
 	}, OpenAI: OpenAIConfig{BaseURL: defaultBaseURL, Model: defaultModel}}
 }
 
@@ -367,6 +371,9 @@ func (s Settings) validate() error {
 	if m := c.EmbeddingModel; m != "" && (strings.TrimSpace(m) != m || strings.ContainsFunc(m, unicode.IsControl)) {
 		return bad("JETAGENT_EMBEDDING_MODEL", "%q has leading or trailing spaces or control characters", m)
 	}
+	if toolcache.CheckVectorWeight(c.EmbeddingWeight) != nil {
+		return bad("JETAGENT_EMBEDDING_WEIGHT", "%v: want more than 0 and at most %d", c.EmbeddingWeight, toolcache.MaxVectorWeight)
+	}
 	return nil
 }
 
@@ -449,7 +456,7 @@ Usage:
   worker tokens [-markdown] CATALOG.json...
                             tool-definition tokens per tool mode of captured catalogs
   worker tools [-markdown]  the same for the live servers of JETAGENT_MCP_CONFIG
-  worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M] QUERIES.jsonl CATALOG.json...
+  worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...
                             recall@k and hit@k of the tool search on a retrieval set
   worker -h | --help        this help
 

@@ -285,10 +285,10 @@ func enableSemantic(ctx context.Context, s Settings, nc *nats.Conn, pool *toolca
 	if err != nil {
 		return err
 	}
-	if err := pool.EnableSemantic(toolcache.SemanticConfig{Embedder: emb, Store: kvVectors{kv}, Logger: log}); err != nil {
+	if err := pool.EnableSemantic(toolcache.SemanticConfig{Embedder: emb, Store: kvVectors{kv}, Logger: log, VectorWeight: s.EmbeddingWeight}); err != nil {
 		return err
 	}
-	log.Info("tool search: hybrid ranking on", "embedding_model", s.EmbeddingModel, "bucket", kv.Bucket())
+	log.Info("tool search: hybrid ranking on", "embedding_model", s.EmbeddingModel, "vector_weight", s.EmbeddingWeight, "bucket", kv.Bucket())
 	return nil
 }
 

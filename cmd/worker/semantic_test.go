@@ -39,6 +39,17 @@ func TestEmbeddingModelConfig(t *testing.T) {
 	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the embedded NATS started (%s exists: %v)", dataDir, err)
 	}
+	for _, w := range []string{"0", "-0.5", "101", "NaN", "heavy"} {
+		t.Setenv("JETAGENT_EMBEDDING_MODEL", "text-embedding-3-small")
+		t.Setenv("JETAGENT_EMBEDDING_WEIGHT", w)
+		stderr.Reset()
+		if code := run(nil, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), "JETAGENT_EMBEDDING_WEIGHT") {
+			t.Errorf("JETAGENT_EMBEDDING_WEIGHT=%s: exit %d, %q; want it refused", w, code, stderr.String())
+		}
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the embedded NATS started (%s exists: %v)", dataDir, err)
+	}
 	if got := vectorsBucket(""); got != "AGENT_VECTORS" {
 		t.Errorf("bucket %s, want AGENT_VECTORS", got)
 	}
