@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -23,17 +22,18 @@ func TestTransitionsUseHeldRevision(t *testing.T) {
 	startWorker(t, nc, Config{Runner: r})
 	c := newClient(t, nc)
 	bucket := c.names.StateBucket()
-	var reads, writes atomic.Int64
+	// Channel subscriptions: nats.go puts each message in the channel in
+	// its read loop, before it reads the reply to a later flush, so after
+	// spy.Flush every operation the server had routed is in a channel. An
+	// async handler runs later, on the subscription's own goroutine, and
+	// under load had not yet counted the last operations at the check.
+	reads, writes := make(chan *nats.Msg, 256), make(chan *nats.Msg, 256)
 	for _, subj := range []string{"$JS.API.DIRECT.GET.KV_" + bucket + ".>", "$JS.API.DIRECT.GET.KV_" + bucket, "$JS.API.STREAM.MSG.GET.KV_" + bucket} {
-		if _, err := spy.Subscribe(subj, func(m *nats.Msg) {
-			if strings.HasSuffix(m.Subject, ".held") || strings.Contains(string(m.Data), ".held") {
-				reads.Add(1)
-			}
-		}); err != nil {
+		if _, err := spy.ChanSubscribe(subj, reads); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := spy.Subscribe("$KV."+bucket+".held", func(*nats.Msg) { writes.Add(1) }); err != nil {
+	if _, err := spy.ChanSubscribe("$KV."+bucket+".held", writes); err != nil {
 		t.Fatal(err)
 	}
 	if err := spy.Flush(); err != nil {
@@ -50,8 +50,24 @@ func TestTransitionsUseHeldRevision(t *testing.T) {
 	if err := spy.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	count := func(ch chan *nats.Msg, match func(*nats.Msg) bool) int {
+		for n := 0; ; {
+			select {
+			case m := <-ch:
+				if match(m) {
+					n++
+				}
+			default:
+				return n
+			}
+		}
+	}
+	nreads := count(reads, func(m *nats.Msg) bool {
+		return strings.HasSuffix(m.Subject, ".held") || strings.Contains(string(m.Data), ".held")
+	})
+	nwrites := count(writes, func(*nats.Msg) bool { return true })
 	// Submit: a read and the create; the worker: one read, two writes.
-	if reads.Load() != 2 || writes.Load() != 3 {
-		t.Errorf("state reads %d, writes %d; want 2 and 3", reads.Load(), writes.Load())
+	if nreads != 2 || nwrites != 3 {
+		t.Errorf("state reads %d, writes %d; want 2 and 3", nreads, nwrites)
 	}
 }

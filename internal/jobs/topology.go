@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/cfgerr"
@@ -227,7 +228,7 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 	if err != nil {
 		return nil, err
 	}
-	if t.JournalStream, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+n.JournalBucket()) }); err != nil {
+	if t.JournalStream, err = askExisting(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+n.JournalBucket()) }); err != nil {
 		return nil, fmt.Errorf("stream of key-value bucket %s: %w", n.JournalBucket(), err)
 	}
 	for _, q := range cfg.Queues {
@@ -275,13 +276,46 @@ func ask[T any](ctx context.Context, f func(context.Context) (T, error)) (T, err
 	}
 }
 
+// settleWait bounds how long askExisting takes "not found" for a passing
+// answer about a stream that exists.
+const settleWait = 30 * time.Second
+
+// askExisting is ask about a stream (or its bucket) known to exist: this
+// worker or another has just found or created it. On a cluster such a
+// request right after the create can be answered "stream not found"
+// (TestCluster under load, at the journal stream after its bucket was
+// ensured): in nats-server 2.15.2 a new stream's preferred peer answers
+// info requests even while it does not lead the group, and one that has
+// the assignment but has not set the stream up locally yet answers not
+// found, which can arrive before the leader's answer. So not found is
+// asked again, with backoff, until settleWait passes or ctx ends.
+func askExisting[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	var missing error // the last "not found", kept as the cause when ctx ends
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 20*time.Millisecond, time.Second, settleWait
+	v, err := backoff.RetryWithData(func() (T, error) {
+		v, err := ask(ctx, f)
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return v, backoff.Permanent(err)
+		}
+		missing = err
+		return v, err
+	}, backoff.WithContext(b, ctx))
+	if err != nil && missing != nil && !errors.Is(err, missing) {
+		err = fmt.Errorf("%w (the last answer before: %w)", err, missing)
+	}
+	return v, err
+}
+
 // ensureStream creates want or reconciles an existing stream with it.
 func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, logf func(string, ...any)) (jetstream.Stream, error) {
+	look := ask[jetstream.Stream]
 	for range 2 { // a second pass covers losing a create race to another worker
-		s, err := ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) })
+		s, err := look(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) })
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			s, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, want) })
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				look = askExisting[jetstream.Stream] // it exists: the server just said so
 				continue
 			}
 			if err != nil {
@@ -348,7 +382,7 @@ func ensureKeyValue(ctx context.Context, js jetstream.JetStream, want jetstream.
 	if err != nil {
 		return nil, fmt.Errorf("key-value bucket %s: %w", want.Bucket, err)
 	}
-	st, err := ask(ctx, func(ctx context.Context) (jetstream.KeyValueStatus, error) { return kv.Status(ctx) })
+	st, err := askExisting(ctx, func(ctx context.Context) (jetstream.KeyValueStatus, error) { return kv.Status(ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("key-value bucket %s: %w", want.Bucket, err)
 	}
@@ -382,7 +416,7 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", want.Bucket, err)
 	}
-	st, err := ask(ctx, func(ctx context.Context) (jetstream.ObjectStoreStatus, error) { return obs.Status(ctx) })
+	st, err := askExisting(ctx, func(ctx context.Context) (jetstream.ObjectStoreStatus, error) { return obs.Status(ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", want.Bucket, err)
 	}

@@ -156,3 +156,39 @@ func TestTopologyErrorsKeepTheirCause(t *testing.T) {
 		})
 	}
 }
+
+// askExisting takes "not found" about a stream known to exist for a passing
+// answer and asks again; other errors end it at once, and a context that
+// ends keeps the last not found as the cause.
+func TestAskExisting(t *testing.T) {
+	t.Parallel()
+	notFound := &jetstream.APIError{Code: 404, ErrorCode: jetstream.JSErrCodeStreamNotFound, Description: "stream not found"}
+	calls := 0
+	v, err := askExisting(natstest.Context(t), func(context.Context) (int, error) {
+		if calls++; calls < 3 {
+			return 0, notFound
+		}
+		return 7, nil
+	})
+	if v != 7 || err != nil || calls != 3 {
+		t.Errorf("got %d, %v after %d calls; want 7 after 3", v, err, calls)
+	}
+
+	calls = 0
+	refused := errors.New("refused")
+	if _, err := askExisting(natstest.Context(t), func(context.Context) (int, error) { calls++; return 0, refused }); !errors.Is(err, refused) || calls != 1 {
+		t.Errorf("got %v after %d calls; want refused after 1", err, calls)
+	}
+
+	ctx, cancel := context.WithCancel(natstest.Context(t))
+	calls = 0
+	_, err = askExisting(ctx, func(context.Context) (int, error) {
+		if calls++; calls == 2 {
+			cancel()
+		}
+		return 0, notFound
+	})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Errorf("got %v; want the cancellation and the last not found", err)
+	}
+}
