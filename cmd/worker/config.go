@@ -84,7 +84,7 @@ type Config struct {
 	// --embed-weight (docs/BENCHMARKS.md).
 	EmbeddingWeight float64 `split_words:"true" desc:"search_tools: the vector ranking's weight in the hybrid fusion, BM25F's being 1 (more than 0, at most 100; choose it with worker search-eval --embed-weight)"`
 
-	MetricsAddr string `split_words:"true" desc:"address of the Prometheus /metrics endpoint, e.g. :9090 (empty: off)"`
+	MetricsAddr string `split_words:"true" desc:"address of /metrics (Prometheus), /healthz and /readyz, e.g. :9090 (empty: off)"`
 	Pprof       bool   `envconfig:"PPROF" desc:"also serve Go's net/http/pprof profiles under /debug/pprof/ on JETAGENT_METRICS_ADDR (needs it; they show the process's internals)"`
 	LogLevel    string `split_words:"true" desc:"debug, info, warn or error"`
 	LogFormat   string `split_words:"true" desc:"text or json"`
