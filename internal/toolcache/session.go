@@ -227,6 +227,11 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		// mcp-go falls back to initialize when server/discover fails.
 		err = fmt.Errorf("the server does not speak protocol %s (it answered the initialize handshake at %s)", version, res.ProtocolVersion)
 	}
+	if cerr := ctx.Err(); err != nil && errors.Is(cerr, context.DeadlineExceeded) && !errors.Is(err, cerr) {
+		// mcp-go may report a request its context ended as "unexpected
+		// nil response" or a closed transport: say it was the time.
+		err = fmt.Errorf("%w (no answer within the connect timeout %s: %w)", err, d.connectTimeout, cerr)
+	}
 	if err != nil {
 		err = s.withTooLarge(err)
 		// A server that fails the handshake usually says why on stderr.
