@@ -74,7 +74,9 @@ func judgeReply(res *http.Response, body []byte) error {
 // "message": ...}. Bodies above 64 KiB are not read for one: error bodies
 // are small, and completions are read by openai-go.
 func errorInReply(res *http.Response, body []byte) *APIError {
-	if len(body) > 64<<10 {
+	// Every error shape has an "error" key or value; a completion without
+	// the word is not parsed twice (about 15 µs for 2 KB).
+	if len(body) > 64<<10 || !bytes.Contains(body, []byte(`"error"`)) {
 		return nil
 	}
 	var probe struct {
