@@ -792,11 +792,11 @@ func (w *Worker) run(d delivery) {
 	case errors.Is(cause, errCancelRequested):
 		w.settle(d, out, StatusCancelled, "cancelled on request")
 	case errors.Is(cause, ErrShutdown):
-		w.handBack(d, EventRequeued, fmt.Sprintf("handed back: worker %s shut down", w.cfg.WorkerID), w.cfg.RequeueDelay)
+		w.handBack(d, out, EventRequeued, fmt.Sprintf("handed back: worker %s shut down", w.cfg.WorkerID), w.cfg.RequeueDelay)
 	case errors.Is(cause, errTimeout):
 		w.settle(d, out, StatusFailed, errTimeout.Error())
 	case IsRetryable(runErr) && d.attempt < w.cfg.Topology.MaxDeliver:
-		w.handBack(d, EventRetry, oneLine(runErr.Error()), w.retryDelay(d.attempt))
+		w.handBack(d, out, EventRetry, oneLine(runErr.Error()), w.retryDelay(d.attempt))
 	case IsRetryable(runErr):
 		w.exhausted(d, runErr)
 	default:
@@ -1074,16 +1074,27 @@ func (w *Worker) storeTranscripts(d delivery, out *Outcome, finished time.Time) 
 }
 
 // handBack returns a running job to the queue (state queued) after delay.
-func (w *Worker) handBack(d delivery, eventType, why string, delay time.Duration) {
+// A job whose cancel was requested is settled cancelled instead: it has
+// stopped, as asked (a cancel that came once the shutdown grace was over
+// found its context already ended), and requeued it would wait, queued
+// and unrun, for another worker to say so.
+func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay time.Duration) {
 	ctx, cancel := opContext()
 	defer cancel()
 	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
 		if err := w.owned(d, cur); err != nil {
 			return nil, err
 		}
+		if cur.CancelRequested {
+			return nil, errCancelRequested
+		}
 		cur.Status, cur.Error = StatusQueued, why
 		return cur, nil
 	})
+	if errors.Is(err, errCancelRequested) {
+		w.settle(d, out, StatusCancelled, "cancelled on request")
+		return
+	}
 	if err != nil {
 		d.log.Warn("job moved elsewhere; leaving it", "err", err)
 		return
