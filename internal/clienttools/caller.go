@@ -129,7 +129,14 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		pace        = republishBackOff()
 		republishAt time.Time // non-zero: ask again then
 		listening   = true
+		rejected    int   // messages on the inbox that were no answer
+		lastReject  error // the last one's reason
 	)
+	reject := func(err error) {
+		rejected++
+		lastReject = err
+		c.o.OnReject(err)
+	}
 	for {
 		wctx, wcancel := waitCtx, context.CancelFunc(func() {})
 		if !republishAt.IsZero() {
@@ -152,6 +159,9 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 			if !listening {
 				why = "no submitter listening on " + c.subject
 			}
+			if rejected > 0 {
+				why += fmt.Sprintf("; %d message(s) to the reply subject ignored, the last: %v", rejected, lastReject)
+			}
 			return toolcache.Result{}, fmt.Errorf("client tool %q: %w after %s (%s)", name, ErrNoAnswer, c.o.Timeout, why)
 		case !republishAt.IsZero() && errors.Is(err, context.DeadlineExceeded):
 			if err := publish(); err != nil {
@@ -164,11 +174,11 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		}
 		var a Answer
 		if err := json.Unmarshal(msg.Data, &a); err != nil {
-			c.o.OnReject(fmt.Errorf("%w: undecodable answer: %w", ErrRejected, err))
+			reject(fmt.Errorf("%w: undecodable answer: %w", ErrRejected, err))
 			continue
 		}
 		if err := a.Verify(c.secret, req.ID); err != nil {
-			c.o.OnReject(err)
+			reject(err)
 			continue
 		}
 		if len(a.Output) > c.o.MaxAnswer {

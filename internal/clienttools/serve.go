@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,6 +165,10 @@ func (s *responder) answer(reply string, req Request) {
 			a.Output, a.IsError = err.Error(), true
 		}
 	}
+	// JSON carries text only: Marshal would replace bytes that are not
+	// UTF-8 after the MAC was made over them, and the worker would reject
+	// the answer and wait out its timeout. Replace them before signing.
+	a.Output = strings.ToValidUTF8(a.Output, "\uFFFD")
 	if len(a.Output) > s.o.MaxAnswer {
 		a.Output, a.IsError = fmt.Sprintf("answer too large (%d bytes > %d)", len(a.Output), s.o.MaxAnswer), true
 	}

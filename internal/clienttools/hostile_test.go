@@ -1,0 +1,114 @@
+package clienttools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetagent/jetagent/internal/natstest"
+)
+
+// TestOddOutputsReachTheWorker: what a handler returns arrives, whatever its
+// bytes. Output that is not UTF-8 (a binary file, an error naming a file
+// with such a name) used to be signed before JSON replaced its bytes, so
+// the worker rejected the answer and waited out its timeout.
+func TestOddOutputsReachTheWorker(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
+	tests := []struct {
+		name      string
+		out       string
+		err       error
+		want      string
+		wantIsErr bool
+	}{
+		{"empty", "", nil, "", false},
+		{"not UTF-8", "bin\xff\xfe.", nil, "bin\uFFFD.", false},
+		{"not UTF-8 error", "", errors.New("open \xc3(: denied"), "open \uFFFD(: denied", true},
+		{"NUL and controls", "a\x00b\x1b[0m", nil, "a\x00b\x1b[0m", false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			job := fmt.Sprintf("job-odd-%d", i)
+			serve(t, submitter, job, testSecret, func(context.Context, string, json.RawMessage) (string, bool, error) {
+				return tt.out, false, tt.err
+			}, Options{})
+			c := newCaller(t, worker, job, testSecret, Options{Timeout: 10 * time.Second})
+			res, err := c.Call(natstest.Context(t), "cat", nil)
+			if err != nil || res.Text != tt.want || res.IsError != tt.wantIsErr {
+				t.Fatalf("got %q (isError %v), %v; want %q (isError %v)", res.Text, res.IsError, err, tt.want, tt.wantIsErr)
+			}
+		})
+	}
+}
+
+// TestBadAnswersNamedAtTimeout: a submitter (or anyone on the reply
+// subject) that answers with something that is not an authentic answer is
+// ignored, and the timeout error says so rather than that nobody answered.
+func TestBadAnswersNamedAtTimeout(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
+	signed := func(secret, id, out string) []byte {
+		a := Answer{V: WireVersion, ID: id, Output: out}
+		a.Sign(secret)
+		b, _ := json.Marshal(a)
+		return b
+	}
+	tests := []struct {
+		name   string
+		answer func(req Request) []byte
+		want   string // in the error
+	}{
+		{"not JSON", func(Request) []byte { return []byte("42 is the answer") }, "1 message(s) to the reply subject ignored, the last: client tool: message rejected: undecodable answer"},
+		{"empty body", func(Request) []byte { return nil }, "undecodable answer: unexpected end of JSON input"},
+		{"error shape", func(Request) []byte { return []byte(`{"error":{"code":-32000,"message":"boom"}}`) }, "message rejected: version 0"},
+		{"another secret", func(r Request) []byte { return signed(strings.Repeat("s", 32), r.ID, "x") }, "message rejected: bad mac"},
+		{"another call", func(Request) []byte { return signed(testSecret, "0123456789abcdef0123456789abcdef", "x") }, "answer to another request"},
+		// Raw bytes that are not UTF-8, MACed as sent: JSON decoding
+		// replaces them, so the MAC cannot match.
+		{"raw not UTF-8", func(r Request) []byte {
+			a := Answer{V: WireVersion, ID: r.ID, Output: "a\xffb"}
+			a.Sign(testSecret)
+			return fmt.Appendf(nil, `{"v":1,"id":%q,"output":"a%sb","mac":%q}`, r.ID, "\xff", a.MAC)
+		}, "message rejected: bad mac"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			job := fmt.Sprintf("job-bad-%d", i)
+			sub, err := submitter.Subscribe(Subject("agent", job), func(m *nats.Msg) {
+				var req Request
+				_ = json.Unmarshal(m.Data, &req)
+				_ = m.Respond(tt.answer(req))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sub.Unsubscribe() })
+			if err := submitter.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			rejected := make(chan error, 1)
+			c := newCaller(t, worker, job, testSecret, Options{Timeout: 500 * time.Millisecond, OnReject: func(err error) {
+				select {
+				case rejected <- err:
+				default:
+				}
+			}})
+			_, err = c.Call(natstest.Context(t), "ask", nil)
+			if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "the submitter did not answer; ") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want ErrNoAnswer naming %q", err, tt.want)
+			}
+			recv(t, rejected)
+		})
+	}
+}
