@@ -98,7 +98,9 @@ func TestBadAnswersNamedAtTimeout(t *testing.T) {
 				t.Fatal(err)
 			}
 			rejected := make(chan error, 1)
-			c := newCaller(t, worker, job, testSecret, Options{Timeout: 500 * time.Millisecond, OnReject: func(err error) {
+			// The timeout must come after the bad answer, however busy the
+			// machine: seconds, not milliseconds (the cases run in parallel).
+			c := newCaller(t, worker, job, testSecret, Options{Timeout: 5 * time.Second, OnReject: func(err error) {
 				select {
 				case rejected <- err:
 				default:
@@ -108,7 +110,9 @@ func TestBadAnswersNamedAtTimeout(t *testing.T) {
 			if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "the submitter did not answer; ") || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want ErrNoAnswer naming %q", err, tt.want)
 			}
-			recv(t, rejected)
+			if err := recv(t, rejected); err == nil {
+				t.Error("OnReject was told of no error")
+			}
 		})
 	}
 }
