@@ -89,23 +89,19 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		dup := map[string]int{}
-		tools = slices.DeleteFunc(tools, func(t toolcache.Tool) bool {
-			if t.Server == "" {
-				t.Server = name
-			}
-			key := [2]string{t.Server, t.Name}
-			if have[key] {
-				dup[t.Server]++
-				return true
-			}
-			return false
-		})
 		for i := range tools {
 			if tools[i].Server == "" {
 				tools[i].Server = name
 			}
 		}
+		dup := map[string]int{}
+		tools = slices.DeleteFunc(tools, func(t toolcache.Tool) bool {
+			if have[[2]string{t.Server, t.Name}] {
+				dup[t.Server]++
+				return true
+			}
+			return false
+		})
 		for _, t := range tools {
 			have[[2]string{t.Server, t.Name}] = true
 		}
