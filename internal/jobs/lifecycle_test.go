@@ -192,10 +192,16 @@ func TestConcurrencyLimitDoesNotBufferAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ci, err := info.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The consumer counts a stored message as pending a moment after the
+	// publish is acknowledged (the server updates it on its own
+	// goroutine), so wait until it counts all five.
+	var ci *jetstream.ConsumerInfo
+	pollUntil(t, "consumer counting the five jobs", func() bool {
+		if ci, err = info.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ci.NumAckPending+int(ci.NumPending) >= 5
+	})
 	if ci.NumAckPending != 2 || ci.NumPending != 3 {
 		t.Errorf("ack pending %d, pending %d; want 2 and 3", ci.NumAckPending, ci.NumPending)
 	}
