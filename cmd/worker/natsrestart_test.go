@@ -197,17 +197,6 @@ func (n *natsChild) kill(t *testing.T) {
 	<-n.done
 }
 
-// freePort is a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close() //nolint:errcheck
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // counterCall is one record call as the counting MCP server reported it.
 type counterCall struct {
 	who  string
@@ -486,7 +475,7 @@ func testNATSRestart(t *testing.T, ackWait string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*natstest.WaitTimeout)
 	defer cancel()
 	const id = "nats-restart"
-	port, store := freePort(t), filepath.Join(t.TempDir(), "nats")
+	port, store := natstest.FreePort(t), filepath.Join(t.TempDir(), "nats")
 	ns := startNATSChild(t, port, store)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	reconnected := make(chan struct{}, 1)

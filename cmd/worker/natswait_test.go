@@ -34,7 +34,7 @@ func TestWorkerWaitsForNATS(t *testing.T) {
 	model.Handle(func(req llmtest.RecordedRequest) llmtest.Reply {
 		return llmtest.Reply{Content: "done: " + req.Messages[len(req.Messages)-1].Content}
 	})
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	w := startLoggedWorker(t, "waiter", processEnv(fmt.Sprintf("NATS_URL=nats://127.0.0.1:%d", port),
 		"OPENAI_BASE_URL="+model.URL(), "JETAGENT_METRICS_ADDR=127.0.0.1:0"))
 	line, err := w.waitLog(ctx, retryLine)
@@ -103,7 +103,7 @@ func TestSIGTERMWhileWaitingForNATS(t *testing.T) {
 	t.Parallel()
 	ctx := natstest.Context(t)
 	model := llmtest.NewServer(t)
-	w := startLoggedWorker(t, "stopped", processEnv(fmt.Sprintf("NATS_URL=nats://127.0.0.1:%d", freePort(t)),
+	w := startLoggedWorker(t, "stopped", processEnv(fmt.Sprintf("NATS_URL=nats://127.0.0.1:%d", natstest.FreePort(t)),
 		"OPENAI_BASE_URL="+model.URL()))
 	if _, err := w.waitLog(ctx, retryLine); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestNATSErrorsRetryingCannotFix(t *testing.T) {
 			[]string{"Authorization Violation", "the server refused the credentials"}, false},
 		{"no JetStream", []string{"NATS_URL=" + noJSURL},
 			[]string{"worker: JetStream topology:", "no responders", "is JetStream enabled on the NATS server?"}, false},
-		{"connect timeout", []string{fmt.Sprintf("NATS_URL=nats://127.0.0.1:%d", freePort(t)), "JETAGENT_NATS_CONNECT_TIMEOUT=2s"},
+		{"connect timeout", []string{fmt.Sprintf("NATS_URL=nats://127.0.0.1:%d", natstest.FreePort(t)), "JETAGENT_NATS_CONNECT_TIMEOUT=2s"},
 			[]string{"not reachable within JETAGENT_NATS_CONNECT_TIMEOUT=2s", "last attempt: nats: no servers available"}, true},
 	}
 	model := llmtest.NewServer(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -307,7 +306,7 @@ func replicated(ctx context.Context, js jetstream.JetStream, replicas int) error
 // and waits until they have elected a meta leader that sees every peer.
 func startCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
-	ports := freePorts(t, n)
+	ports := natstest.FreePorts(t, n)
 	var routes []string
 	for _, p := range ports {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
@@ -354,22 +353,6 @@ func startCluster(t *testing.T, n int) []*server.Server {
 		return leaders == 1
 	})
 	return nodes
-}
-
-// freePorts reserves n distinct free local ports for the cluster
-// listeners, which must be known before any server starts.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 // waitLeaders waits until every stream and the jobs consumer have a leader

@@ -85,17 +85,6 @@ func (r *recordLog) count(substr string) int {
 	return n
 }
 
-// freeLoopbackPort is a loopback port nothing listens on now.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close() //nolint:errcheck
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startServerOn runs a JetStream server on port with its store in dir.
 func startServerOn(t *testing.T, port int, dir string) *server.Server {
 	t.Helper()
@@ -110,7 +99,7 @@ func startServerOn(t *testing.T, port int, dir string) *server.Server {
 func TestConnectWaitWaitsForTheServer(t *testing.T) {
 	t.Parallel()
 	ctx := natstest.Context(t)
-	port := freeLoopbackPort(t)
+	port := natstest.FreePort(t)
 	rec, log := newRecordLog()
 	type result struct {
 		nc  *nats.Conn
@@ -170,7 +159,7 @@ func TestConnectWaitStopsWithItsContext(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := NATSConfig{URL: fmt.Sprintf("nats://127.0.0.1:%d", freeLoopbackPort(t))}.ConnectWait(ctx, "jetagent-test", log)
+		_, err := NATSConfig{URL: fmt.Sprintf("nats://127.0.0.1:%d", natstest.FreePort(t))}.ConnectWait(ctx, "jetagent-test", log)
 		done <- err
 	}()
 	if _, err := rec.wait(natstest.Context(t), "not reachable; retrying"); err != nil {
@@ -303,7 +292,7 @@ func TestRunWaitsForJetStream(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitTimeout)
 	defer cancel()
-	port, dir := freeLoopbackPort(t), t.TempDir()
+	port, dir := natstest.FreePort(t), t.TempDir()
 	o := natstest.Options(dir)
 	o.Port = port
 	first, err := server.NewServer(o)

@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -83,4 +84,27 @@ func GoleakOptions(more ...goleak.Option) []goleak.Option {
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).flushStreamStateLoop"),
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server/ats.Register.func1"),
 	}, more...)
+}
+
+// FreePorts returns n distinct loopback ports nothing listens on now (each
+// held until all are chosen, so none is returned twice), for servers whose
+// addresses must be known before they start.
+func FreePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	ports := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer ln.Close() //nolint:errcheck // only held while choosing
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// FreePort is one of FreePorts.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	return FreePorts(tb, 1)[0]
 }
