@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/pflag"
 
+	"github.com/jetagent/jetagent/internal/envvars"
 	"github.com/jetagent/jetagent/internal/jobs"
 )
 
@@ -192,6 +193,9 @@ func (c *cli) loadEnv() error {
 	if err := envconfig.Process("", &c.natsCfg); err != nil {
 		return err
 	}
+	if err := c.strayVars(os.Environ()); err != nil {
+		return err
+	}
 	if _, err := jobs.NewNames(c.settings.Prefix); err != nil {
 		return fmt.Errorf("invalid JETAGENT_PREFIX: %w", err)
 	}
@@ -199,6 +203,31 @@ func (c *cli) loadEnv() error {
 		return fmt.Errorf("invalid JETAGENT_MAX_JOB_BYTES: must be at least 1024 (got %d)", c.settings.MaxJobBytes)
 	}
 	return c.natsCfg.Validate()
+}
+
+// strayVars refuses a JETAGENT_ variable close to one of submit's own
+// (JETAGENT_PREFX: the jobs would go to the default prefix, where no
+// worker of that prefix looks) and warns of a NATS_ variable close to one
+// it reads. Other JETAGENT_ variables are the workers' and are left alone.
+func (c *cli) strayVars(environ []string) error {
+	known, err := envvars.Keys("JETAGENT", &c.settings)
+	if err != nil {
+		return err
+	}
+	for _, st := range envvars.Strays(environ, "JETAGENT_", known) {
+		if st.Suggest != "" {
+			return fmt.Errorf("unknown variable %s: did you mean %s? (submit --help lists the variables)", st.Name, st.Suggest)
+		}
+	}
+	if known, err = envvars.Keys("", &c.natsCfg); err != nil {
+		return err
+	}
+	for _, st := range envvars.Strays(environ, "NATS_", append(known, envvars.Neighbours()...)) {
+		if st.Suggest != "" {
+			fmt.Fprintf(c.stderr, "submit: warning: %s is set but not read: did you mean %s?\n", st.Name, st.Suggest)
+		}
+	}
+	return nil
 }
 
 // connect opens the NATS connection and the client on first use.

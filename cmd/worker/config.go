@@ -19,6 +19,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/codemode"
+	"github.com/jetagent/jetagent/internal/envvars"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -114,6 +115,9 @@ type Settings struct {
 	// maxJobBytesSet says JETAGENT_MAX_JOB_BYTES was set, not defaulted:
 	// a value the server cannot carry is then an error, not lowered.
 	maxJobBytesSet bool
+	// strays are the variables set that look like settings but are read
+	// by nothing (logged as warnings at start; strayVars).
+	strays []strayNote
 	// onMetrics, when set, is told the address /metrics, /healthz and
 	// /readyz listen on (tests listen on port 0).
 	onMetrics func(addr string)
@@ -304,7 +308,57 @@ func readSettings() (Settings, error) {
 		}
 	}
 	_, s.maxJobBytesSet = os.LookupEnv(envPrefix + "_MAX_JOB_BYTES")
+	strays, err := strayVars(os.Environ(), &s)
+	if err != nil {
+		return s, err
+	}
+	s.strays = strays
 	return s, nil
+}
+
+// strayNote is a warning about a variable; typo says it is close to one
+// the worker reads.
+type strayNote struct {
+	msg  string
+	typo bool
+}
+
+// strayVars checks environ for variables that look like settings but are
+// read by nothing. A JETAGENT_ variable close to one of the worker's
+// (JETAGENT_CONCURENCY) is refused: the worker would otherwise run with
+// the default the operator meant to change. Any other JETAGENT_ variable,
+// and a NATS_ or OPENAI_ variable close to one the worker reads
+// (OPENAI_BASEURL: the model requests would go to the default endpoint),
+// is returned as a warning.
+func strayVars(environ []string, s *Settings) ([]strayNote, error) {
+	var notes []strayNote
+	for _, p := range []struct {
+		prefix string
+		spec   any
+	}{{envPrefix, &s.Config}, {"NATS", &s.NATS}, {"OPENAI", &s.OpenAI}} {
+		keyPrefix := envPrefix
+		if p.prefix != envPrefix {
+			keyPrefix = ""
+		}
+		known, err := envvars.Keys(keyPrefix, p.spec)
+		if err != nil {
+			return nil, err
+		}
+		if p.prefix != envPrefix {
+			known = append(known, envvars.Neighbours()...)
+		}
+		for _, st := range envvars.Strays(environ, p.prefix+"_", known) {
+			switch {
+			case p.prefix == envPrefix && st.Suggest != "":
+				return nil, fmt.Errorf("unknown variable %s: did you mean %s? (worker --help lists the variables)", st.Name, st.Suggest)
+			case st.Suggest != "":
+				notes = append(notes, strayNote{fmt.Sprintf("%s is set but not read: did you mean %s?", st.Name, st.Suggest), true})
+			case p.prefix == envPrefix:
+				notes = append(notes, strayNote{fmt.Sprintf("%s is set but is no worker setting (worker --help lists them); it is ignored", st.Name), false})
+			}
+		}
+	}
+	return notes, nil
 }
 
 // validateTools checks what the tools and tokens commands use.

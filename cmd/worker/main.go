@@ -65,9 +65,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 func serveFromEnv(stderr io.Writer) error {
 	s, err := loadSettings()
 	if err != nil {
+		// A setting meant but misspelt is the likeliest cause of a bad one
+		// (OPENAI_BASEURL set, so OPENAI_API_KEY is required for OpenAI's).
+		for _, n := range s.strays {
+			if n.typo {
+				err = fmt.Errorf("%w (%s)", err, n.msg)
+			}
+		}
 		return err
 	}
 	log := newLogger(s.Config, stderr)
+	for _, n := range s.strays {
+		log.Warn(n.msg)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The shutdown notice is logged only on a signal, and before serve's
