@@ -104,8 +104,15 @@ func TestUsageErrors(t *testing.T) {
 func TestQueueWithoutWorkers(t *testing.T) {
 	startWorker(t)
 	res := submitCmd(t, "", "--detach", "--id", "nobody-1", "--queue", "nobody", "echo:x")
-	if res.code != 0 || res.stdout != "nobody-1\n" || !strings.Contains(res.stderr, `no worker has served queue "nobody"`) {
+	if res.code != 0 || res.stdout != "nobody-1\n" || !strings.Contains(res.stderr, `no worker has served queue "nobody"`) ||
+		strings.Contains(res.stderr, "did you mean") {
 		t.Errorf("%+v", res)
+	}
+	// A typo of a served queue is named.
+	res = submitCmd(t, "", "--detach", "--id", "typo-1", "--queue", "defualt", "echo:x")
+	if res.code != 0 || !strings.Contains(res.stderr, `no worker has served queue "defualt"`) ||
+		!strings.Contains(res.stderr, "(did you mean --queue default?)") {
+		t.Errorf("typo: %+v", res)
 	}
 	if res := submitCmd(t, "", "--detach", "echo:x"); strings.Contains(res.stderr, "no worker") {
 		t.Errorf("warning for the served default queue: %+v", res)
@@ -115,7 +122,7 @@ func TestQueueWithoutWorkers(t *testing.T) {
 	if res.code != 0 || strings.Count(res.stderr, `no worker has served queue "nobody"`) != 1 {
 		t.Errorf("batch: want one warning: %+v", res)
 	}
-	for _, id := range []string{"nobody-1", "nobody-2", "nobody-3"} {
+	for _, id := range []string{"nobody-1", "nobody-2", "nobody-3", "typo-1"} {
 		if res := submitCmd(t, "", "cancel", id); res.code != 0 {
 			t.Errorf("cancel %+v", res)
 		}

@@ -305,8 +305,28 @@ func hasTask(data []byte) bool {
 func (c *cli) warnUnserved(cl *jobs.Client, queue string) {
 	if served, err := cl.QueueServed(c.ctx, queue); err == nil && !served {
 		fmt.Fprintf(c.stderr, "submit: warning: no worker has served queue %q yet; its jobs wait until a worker "+
-			"with %q in JETAGENT_QUEUES starts\n", queue, queue)
+			"with %q in JETAGENT_QUEUES starts%s\n", queue, queue, c.servedLike(cl, queue))
 	}
+}
+
+// servedLike names the served queue that queue is probably a typo of ("":
+// none is close).
+func (c *cli) servedLike(cl *jobs.Client, queue string) string {
+	queues, err := cl.ServedQueues(c.ctx)
+	if err != nil {
+		return ""
+	}
+	best, bestD := "", 0
+	for _, q := range queues {
+		d := textdist.Distance(strings.ToLower(queue), strings.ToLower(q))
+		if d <= max(1, len(q)/4) && (best == "" || d < bestD) {
+			best, bestD = q, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean --queue %s?)", best)
 }
 
 // follow prints a job's events as they happen and its outcome at the end.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -306,6 +308,24 @@ func (c *Client) QueueServed(ctx context.Context, queue string) (bool, error) {
 	default:
 		return false, fmt.Errorf("consumer of queue %s: %w", queue, err)
 	}
+}
+
+// ServedQueues lists the queues workers have served (those with a shared
+// consumer), sorted.
+func (c *Client) ServedQueues(ctx context.Context) ([]string, error) {
+	var queues []string
+	prefix := c.names.Consumer("")
+	names := c.topo.Jobs.ConsumerNames(ctx)
+	for name := range names.Name() {
+		if q, ok := strings.CutPrefix(name, prefix); ok && q != "" {
+			queues = append(queues, q)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return nil, fmt.Errorf("consumers of %s: %w", c.names.JobsStream(), err)
+	}
+	slices.Sort(queues)
+	return queues, nil
 }
 
 // EventData is ev's data in full: for an event too large for NATS, which

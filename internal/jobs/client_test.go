@@ -52,3 +52,31 @@ func TestSubmitPublishFailureLeavesNoState(t *testing.T) {
 		t.Errorf("resubmit: %+v, %v", rc, err)
 	}
 }
+
+// TestServedQueues: the queues with a shared consumer, sorted, and only
+// those (QueueServed agrees).
+func TestServedQueues(t *testing.T) {
+	t.Parallel()
+	nc := natstest.Connect(t, natstest.Start(t))
+	ctx := natstest.Context(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureTopology(ctx, js, TopologyConfig{Queues: []string{"slow", "default", "fast"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient(ctx, nc, ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ServedQueues(ctx)
+	if err != nil || strings.Join(got, ",") != "default,fast,slow" {
+		t.Fatalf("ServedQueues = %q, %v", got, err)
+	}
+	for q, want := range map[string]bool{"fast": true, "": true, "fats": false} {
+		if served, err := c.QueueServed(ctx, q); err != nil || served != want {
+			t.Errorf("QueueServed(%q) = %v, %v; want %v", q, served, err, want)
+		}
+	}
+}
