@@ -37,3 +37,34 @@ func TestDoorWords(t *testing.T) {
 		}
 	}
 }
+
+// TestDoorNamesTypos: a member the job schema does not allow is named with
+// the allowed one it is probably a typo of, at any depth, and the reason is
+// the same on every run (the schema library lists them in map order).
+func TestDoorNamesTypos(t *testing.T) {
+	t.Parallel()
+	v, err := jobs.NewValidator(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = "job fails schemas/job.schema.json: at '': "
+	for _, tt := range []struct {
+		body, want string
+	}{
+		{`{"task":"t","tool_mod":"search"}`, prefix + "additional properties 'tool_mod' not allowed (did you mean 'tool_mode'?)"},
+		{`{"task":"t","maxrounds":3}`, prefix + "additional properties 'maxrounds' not allowed (did you mean 'max_rounds'?)"},
+		{`{"task":"t","Servers":["a"]}`, prefix + "additional properties 'Servers' not allowed (did you mean 'servers'?)"},
+		{`{"task":"t","colour":"red"}`, prefix + "additional properties 'colour' not allowed"},
+		{`{"task":"t","zzz":1,"timout":"1m","aaa":2,"modle":"m"}`,
+			prefix + "additional properties 'aaa', 'modle', 'timout', 'zzz' not allowed (did you mean 'model' for 'modle', 'timeout' for 'timout'?)"},
+		{`{"task":"t","client_secret":"0123456789abcdef0123456789abcdef","client_tools":[{"name":"a","descripton":"d","input_schema":{}}]}`,
+			"job fails schemas/job.schema.json: at '/client_tools/0': additional properties 'descripton' not allowed (did you mean 'description'?)"},
+	} {
+		for range 5 {
+			_, err := v.DecodeJob([]byte(tt.body))
+			if !errors.Is(err, jobs.ErrSchema) || err.Error() != tt.want {
+				t.Fatalf("%s:\n got %v\nwant %s", tt.body, err, tt.want)
+			}
+		}
+	}
+}

@@ -14,7 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/jetagent/jetagent/internal/textdist"
 	"github.com/jetagent/jetagent/schemas"
 )
 
@@ -30,6 +32,9 @@ const minJobBytes = 1024
 type Validator struct {
 	maxBytes int
 	schemas  map[string]*jsonschema.Schema
+	// docs are the schema documents by URL, for the names an object
+	// allows when a job gives another (suggest).
+	docs map[string]any
 }
 
 // NewValidator compiles every schema in schemas.FS. maxJobBytes <= 0 means
@@ -45,6 +50,7 @@ func NewValidator(maxJobBytes int) (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
+	docs := map[string]any{}
 	for _, f := range files {
 		b, err := fs.ReadFile(schemas.FS, f)
 		if err != nil {
@@ -57,8 +63,9 @@ func NewValidator(maxJobBytes int) (*Validator, error) {
 		if err := c.AddResource(schemas.Base+f, doc); err != nil {
 			return nil, fmt.Errorf("schema %s: %w", f, err)
 		}
+		docs[schemas.Base+f] = doc
 	}
-	v := &Validator{maxBytes: maxJobBytes, schemas: map[string]*jsonschema.Schema{}}
+	v := &Validator{maxBytes: maxJobBytes, schemas: map[string]*jsonschema.Schema{}, docs: docs}
 	for _, f := range files {
 		s, err := c.Compile(schemas.Base + f)
 		if err != nil {
@@ -242,7 +249,7 @@ func (v *Validator) Validate(schemaFile string, data []byte) error {
 	if err := s.Validate(doc); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return fmt.Errorf("%w: %s", ErrSchema, flatten(ve))
+			return fmt.Errorf("%w: %s", ErrSchema, v.flatten(ve))
 		}
 		return fmt.Errorf("%w: %w", ErrSchema, err)
 	}
@@ -259,13 +266,22 @@ func (v *Validator) ValidateValue(schemaFile string, x any) error {
 }
 
 // flatten joins the leaf causes into one line, the form a dead letter's
-// reason header and a terminal can both show.
-func flatten(ve *jsonschema.ValidationError) string {
+// reason header and a terminal can both show. A member the schema does not
+// allow is followed by the allowed one it is probably a typo of.
+func (v *Validator) flatten(ve *jsonschema.ValidationError) string {
 	var leaves []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			leaves = append(leaves, strings.TrimSpace(e.Error()))
+			k, extra := e.ErrorKind.(*kind.AdditionalProperties)
+			if extra {
+				slices.Sort(k.Properties) // the library's come in map order
+			}
+			leaf := strings.TrimSpace(e.Error())
+			if extra {
+				leaf += v.suggest(e.SchemaURL, k.Properties)
+			}
+			leaves = append(leaves, leaf)
 			return
 		}
 		for _, c := range e.Causes {
@@ -275,6 +291,51 @@ func flatten(ve *jsonschema.ValidationError) string {
 	walk(ve)
 	slices.Sort(leaves) // causes come in map order; the reason must not vary
 	return strings.Join(leaves, "; ")
+}
+
+// suggest names, for members an object may not have, the allowed members
+// of the schema at schemaURL they are probably typos of: " (did you mean
+// 'tool_mode'?)", or "".
+func (v *Validator) suggest(schemaURL string, extra []string) string {
+	base, ptr, _ := strings.Cut(schemaURL, "#")
+	node := v.docs[base]
+	for _, seg := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		if seg == "" {
+			continue
+		}
+		m, ok := node.(map[string]any)
+		if !ok {
+			return ""
+		}
+		node = m[strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")]
+	}
+	m, _ := node.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	type hint struct{ from, to string }
+	var hints []hint
+	for _, x := range extra {
+		best, bestD := "", 0
+		for name := range props {
+			d := textdist.Distance(strings.ToLower(x), name)
+			if d <= max(1, len(name)/4) && (best == "" || d < bestD || d == bestD && name < best) {
+				best, bestD = name, d
+			}
+		}
+		if best != "" {
+			hints = append(hints, hint{x, best})
+		}
+	}
+	switch {
+	case len(hints) == 0:
+		return ""
+	case len(extra) == 1:
+		return fmt.Sprintf(" (did you mean '%s'?)", hints[0].to)
+	}
+	parts := make([]string, len(hints))
+	for i, h := range hints {
+		parts[i] = fmt.Sprintf("'%s' for '%s'", h.to, h.from)
+	}
+	return " (did you mean " + strings.Join(parts, ", ") + "?)"
 }
 
 // CheckServers returns ErrUnknownServer naming the first server of the job
