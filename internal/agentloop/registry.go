@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -206,6 +208,9 @@ func (e *entry) validate(args json.RawMessage) []string {
 // leafErrors flattens a validation error tree to its specific causes.
 func leafErrors(e *jsonschema.ValidationError, out *[]string) {
 	if len(e.Causes) == 0 {
+		if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+			slices.Sort(k.Properties) // the library's come in map order
+		}
 		*out = append(*out, e.Error()) // "at '/path': message"
 		return
 	}

@@ -56,3 +56,19 @@ func TestSchemaRefsNeverReadTheWorkersFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestValidationWordsAreStable: the violations the model is shown are the
+// same for the same call on every run (the schema library lists members an
+// object may not have in map order).
+func TestValidationWordsAreStable(t *testing.T) {
+	t.Parallel()
+	e := &entry{tool: toolcache.Tool{Name: "t", InputSchema: json.RawMessage(
+		`{"type": "object", "properties": {"path": {"type": "string"}}, "additionalProperties": false}`)}}
+	const want = "at '': additional properties 'a', 'b', 'c', 'd', 'pth' not allowed"
+	for range 20 {
+		got := e.validate(json.RawMessage(`{"pth": "x", "d": 1, "c": 1, "b": 1, "a": 1}`))
+		if len(got) != 1 || got[0] != want {
+			t.Fatalf("got %q, want [%q]", got, want)
+		}
+	}
+}
