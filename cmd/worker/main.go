@@ -44,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		err = writeUsage(stdout)
 	case "tokens":
-		err = tokens(args[1:], stdout)
+		err = tokens(args[1:], stdout, stderr)
 	case "tools":
 		err = tools(args[1:], stdout)
 	case "search-eval":
@@ -391,7 +391,7 @@ func fitMaxJobBytes(s *Settings, nc *nats.Conn, log *slog.Logger) error {
 }
 
 // tokens prints the tool-definition tokens of captured catalog files.
-func tokens(args []string, stdout io.Writer) error {
+func tokens(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
@@ -408,10 +408,11 @@ func tokens(args []string, stdout io.Writer) error {
 	thresholds := s.loopConfig().AutoThresholds
 	var rows []toolcost.Row
 	for _, path := range fs.Args() {
-		name, tools, err := toolcache.LoadCatalog(path)
+		name, tools, skipped, err := toolcache.LoadCatalogAsServed(path)
 		if err != nil {
 			return err
 		}
+		noteSkipped(stderr, "tokens", path, skipped)
 		row, err := toolcost.Measure(name, tools, thresholds)
 		if err != nil {
 			return err

@@ -84,10 +84,11 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	// twice under one model-facing name.
 	have := map[[2]string]bool{}
 	for _, path := range files[1:] {
-		_, tools, err := toolcache.LoadCatalog(path)
+		_, tools, skipped, err := toolcache.LoadCatalogAsServed(path)
 		if err != nil {
 			return err
 		}
+		noteSkipped(stderr, "search-eval", path, skipped)
 		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		for i := range tools {
 			if tools[i].Server == "" {
@@ -180,6 +181,25 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "latency per search: p50 %.0f µs, p99 %.0f µs\n", us(res.P50), us(res.P99))
 	return err
+}
+
+// noteSkipped says on stderr which definitions of a catalog file were left
+// out, as the pool leaves them out of a server's tools/list (the first
+// three, and how many more).
+func noteSkipped(stderr io.Writer, cmd, path string, skipped []error) {
+	if len(skipped) == 0 {
+		return
+	}
+	shown := make([]string, 0, 3)
+	for _, err := range skipped[:min(len(skipped), 3)] {
+		shown = append(shown, err.Error())
+	}
+	more := ""
+	if len(skipped) > len(shown) {
+		more = fmt.Sprintf("; and %d more", len(skipped)-len(shown))
+	}
+	fmt.Fprintf(stderr, "%s: note: %d tool definitions in %s left out, as the worker would: %s%s\n",
+		cmd, len(skipped), path, strings.Join(shown, "; "), more)
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -103,6 +103,20 @@ func TestSearchEval(t *testing.T) {
 		!strings.Contains(errb.String(), `1 tools of server "weather" in `+again+` are in an earlier catalog already`) {
 		t.Errorf("a server twice: exit %d, stdout %s, stderr %s", code, out.String(), errb.String())
 	}
+	// Definitions the pool would leave out of a server's tools/list (no
+	// name, a schema that is no object, a name given again) are left out
+	// here too, with a note, rather than refusing the file.
+	out.Reset()
+	errb.Reset()
+	broken := write("broken.json", `{"server":"broken","tools":[{"name":"read_file","description":"Read a file."},`+
+		`{"name":"read_file","description":"again"},{"description":"no name"},{"name":"bad","inputSchema":"string"}]}`)
+	if code := run([]string{"search-eval", "--k", "1", queries, weather, broken}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "3 tools in 2 catalog files") ||
+		!strings.Contains(errb.String(), "3 tool definitions in "+broken+" left out, as the worker would: "+
+			`tools[1]: tool "read_file": its server gave that name before; tools[2]: tool definition without a name; `+
+			`tools[3]: tool "bad": inputSchema: schema is not a JSON object`) {
+		t.Errorf("broken definitions: exit %d, stdout %s, stderr %s", code, out.String(), errb.String())
+	}
 	// A catalog left out: still scored, with a warning naming the gold
 	// tools no catalog has.
 	out.Reset()

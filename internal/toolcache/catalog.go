@@ -27,8 +27,33 @@ func LoadCatalog(path string) (server string, tools []Tool, err error) {
 	return server, tools, nil
 }
 
+// LoadCatalogAsServed is LoadCatalog as the pool takes a server's
+// tools/list: a definition it cannot use (no name, a schema that is not an
+// object) and a name a server gives again are left out and reported in
+// skipped, rather than refusing the file; the first definition of a name
+// is kept. search-eval and the tokens command read catalogs so, to measure
+// what the loop would index.
+func LoadCatalogAsServed(path string) (server string, tools []Tool, skipped []error, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("toolcache: read catalog: %w", err)
+	}
+	server, tools, skipped, err = parseCatalog(data, true)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("toolcache: catalog %s: %w", path, err)
+	}
+	return server, tools, skipped, nil
+}
+
 // ParseCatalog is LoadCatalog on bytes.
 func ParseCatalog(data []byte) (server string, tools []Tool, err error) {
+	server, tools, _, err = parseCatalog(data, false)
+	return server, tools, err
+}
+
+// parseCatalog reads a catalog; served says to skip what the pool would
+// (LoadCatalogAsServed) instead of failing.
+func parseCatalog(data []byte, served bool) (server string, tools []Tool, skipped []error, err error) {
 	var c struct {
 		Server     string            `json:"server"`
 		Tools      []json.RawMessage `json:"tools"`
@@ -39,32 +64,41 @@ func ParseCatalog(data []byte) (server string, tools []Tool, err error) {
 	}
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 		if err := json.Unmarshal(data, &c.Tools); err != nil {
-			return "", nil, err
+			return "", nil, nil, err
 		}
 	} else if err := json.Unmarshal(data, &c); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if c.Tools == nil && c.Result != nil {
 		c.Tools = c.Result.Tools
 	}
 	if c.Tools == nil {
 		// Most likely the wrong file: say so rather than index nothing.
-		return "", nil, errors.New(`no "tools" array: want {"server": ..., "tools": [...]}, a tools/list result or an array of tools`)
+		return "", nil, nil, errors.New(`no "tools" array: want {"server": ..., "tools": [...]}, a tools/list result or an array of tools`)
 	}
 	if c.ToolServer != nil && len(c.ToolServer) != len(c.Tools) {
-		return "", nil, fmt.Errorf("tool_server has %d entries for %d tools", len(c.ToolServer), len(c.Tools))
+		return "", nil, nil, fmt.Errorf("tool_server has %d entries for %d tools", len(c.ToolServer), len(c.Tools))
 	}
 	tools = make([]Tool, 0, len(c.Tools))
+	seen := map[[2]string]bool{}
 	for i, raw := range c.Tools {
 		owner := c.Server
 		if c.ToolServer != nil {
 			owner = c.ToolServer[i]
 		}
 		t, err := toolFromRaw(owner, raw)
-		if err != nil {
-			return "", nil, fmt.Errorf("tools[%d]: %w", i, err)
+		switch {
+		case err != nil && served:
+			skipped = append(skipped, fmt.Errorf("tools[%d]: %w", i, err))
+			continue
+		case err != nil:
+			return "", nil, nil, fmt.Errorf("tools[%d]: %w", i, err)
+		case served && seen[[2]string{owner, t.Original}]:
+			skipped = append(skipped, fmt.Errorf("tools[%d]: tool %q: its server gave that name before", i, t.Original))
+			continue
 		}
+		seen[[2]string{owner, t.Original}] = true
 		tools = append(tools, t)
 	}
-	return c.Server, tools, nil
+	return c.Server, tools, skipped, nil
 }

@@ -1,6 +1,8 @@
 package toolcache
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,5 +49,37 @@ func TestParseCatalog(t *testing.T) {
 				t.Errorf("got %q %v, want %q %v", server, got, tt.server, tt.tools)
 			}
 		})
+	}
+}
+
+// TestLoadCatalogAsServed: the definitions the pool would leave out of a
+// tools/list are left out and reported, where LoadCatalog refuses the file;
+// the same name on two servers of an aggregated catalog is kept.
+func TestLoadCatalogAsServed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "c.json")
+	data := `{"tools": [{"name": "a", "description": "first"}, {"name": "a", "description": "second"},` +
+		` {"name": "b", "inputSchema": []}, {"name": "a"}], "tool_server": ["s1", "s1", "s1", "s2"]}`
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadCatalog(path); err == nil || !strings.Contains(err.Error(), `tools[2]: tool "b"`) {
+		t.Fatalf("LoadCatalog: %v", err)
+	}
+	_, tools, skipped, err := LoadCatalogAsServed(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tl := range tools {
+		got = append(got, tl.Server+"/"+tl.Name+":"+tl.Description)
+	}
+	if strings.Join(got, ",") != "s1/a:first,s2/a:" || len(skipped) != 2 ||
+		!strings.Contains(skipped[0].Error(), `tools[1]: tool "a": its server gave that name before`) ||
+		!strings.Contains(skipped[1].Error(), `tools[2]: tool "b"`) {
+		t.Fatalf("tools %q, skipped %v", got, skipped)
+	}
+	if _, _, _, err := LoadCatalogAsServed(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Fatal("a missing file: no error")
 	}
 }
