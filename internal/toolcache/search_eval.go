@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -77,6 +78,10 @@ func ParseEvalItem(line []byte) (EvalItem, error) {
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return EvalItem{}, err
 	}
+	if strings.TrimSpace(raw.Query) == "" {
+		// Scored, it would pass for a ranking that found nothing.
+		return EvalItem{}, errors.New(`no "query" (or only white space)`)
+	}
 	it := EvalItem{ID: raw.ID, Query: raw.Query}
 	seen := map[string]bool{}
 	for _, g := range raw.Gold {
@@ -140,10 +145,14 @@ func LoadEvalItems(path string) ([]EvalItem, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+		line := sc.Bytes()
+		if n == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // a byte order mark, as some editors write
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		it, err := ParseEvalItem(sc.Bytes())
+		it, err := ParseEvalItem(line)
 		if err != nil {
 			return nil, fmt.Errorf("toolcache: %s line %d: %w", path, n, err)
 		}

@@ -2,6 +2,7 @@ package toolcache
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -231,4 +232,56 @@ func countGold(items []EvalItem) int {
 		}
 	}
 	return n
+}
+
+// TestLoadEvalItems reads a retrieval set as editors write it (a byte order
+// mark, CRLF, blank lines), with gold tools and alternatives in each form,
+// and refuses a line it could only score wrong, naming it.
+func TestLoadEvalItems(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, data string
+		want       string // items as id:query:gold|alternatives, or the error
+	}{
+		{"forms", "\xef\xbb\xbf" + `{"id":"1","query":"q one","gold_tools":["a","b"],"gold":[{"tool":"a","servers":["s"]}]}` + "\r\n\r\n" +
+			`{"id":"2","query":"q two","gold_tools":[],"acceptable_alternatives":["x",{"tool":"y","servers":["s"]},[{"name":"z"}],{"tools":["w"]}]}` + "\n",
+			"1:q one:a@s,b|;2:q two:|x,y@s,z,w"},
+		{"no query", `{"id":"1","gold_tools":["a"]}`, `line 1: no "query"`},
+		{"blank query", "\n" + `{"id":"1","query":"  ","gold_tools":["a"]}`, `line 2: no "query"`},
+		{"not JSON", `{"id":"1","query":"q"}` + "\nnot json\n", "line 2: invalid character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "q.jsonl")
+			if err := os.WriteFile(path, []byte(tt.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			items, err := LoadEvalItems(path)
+			if err != nil {
+				if !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("error %v, want %q", err, tt.want)
+				}
+				return
+			}
+			tools := func(ts []EvalTool) string {
+				var out []string
+				for _, g := range ts {
+					s := g.Tool
+					if len(g.Servers) > 0 {
+						s += "@" + strings.Join(g.Servers, "+")
+					}
+					out = append(out, s)
+				}
+				return strings.Join(out, ",")
+			}
+			var got []string
+			for _, it := range items {
+				got = append(got, it.ID+":"+it.Query+":"+tools(it.Gold)+"|"+tools(it.Alternatives))
+			}
+			if strings.Join(got, ";") != tt.want {
+				t.Fatalf("got %s, want %s", strings.Join(got, ";"), tt.want)
+			}
+		})
+	}
 }
