@@ -35,13 +35,14 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	kList := fs.String("k", "1,5,10", "cut-offs, comma-separated")
 	half := fs.String("half", "", "choose or report: only that fixed half of the set")
+	misses := fs.Bool("misses", false, "also list on stderr each gold tool not in the first (largest) k, with its rank")
 	embedModel := fs.String("embed-model", "", "embedding model for the hybrid ranking (empty: BM25F only)")
 	embedWeight := fs.Float64("embed-weight", toolcache.DefaultVectorWeight, "with --embed-model: the vector ranking's weight in the fusion, BM25F's being 1 (JETAGENT_EMBEDDING_WEIGHT)")
 	// Flags may come before or after the files.
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...)", err)
+			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--misses] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...)", err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -150,6 +151,9 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	}
 	build := time.Since(start)
 	res := toolcache.EvaluateRuns(search, items, ks, runs)
+	if *misses && len(res.Ks) > 0 {
+		writeMisses(stderr, toolcache.EvalMisses(search, items, res.Ks[len(res.Ks)-1]), res.Ks[len(res.Ks)-1])
+	}
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	if *asJSON {
 		var b strings.Builder
@@ -181,6 +185,32 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "latency per search: p50 %.0f µs, p99 %.0f µs\n", us(res.P50), us(res.P99))
 	return err
+}
+
+// writeMisses lists the gold tools not in the first k, one a line, under
+// the item's request (cut to one line of at most 100 characters).
+func writeMisses(w io.Writer, misses []toolcache.EvalMiss, k int) {
+	fmt.Fprintf(w, "search-eval: %d gold tools not in the first %d:\n", len(misses), k)
+	last := ""
+	for _, m := range misses {
+		if m.Item != last {
+			last = m.Item
+			q := strings.Join(strings.Fields(m.Query), " ")
+			if r := []rune(q); len(r) > 100 {
+				q = string(r[:99]) + "…"
+			}
+			fmt.Fprintf(w, "  %s: %s\n", m.Item, q)
+		}
+		name := m.Tool.Tool
+		if len(m.Tool.Servers) > 0 {
+			name = strings.Join(m.Tool.Servers, "|") + "/" + name
+		}
+		rank := fmt.Sprintf("rank %d", m.Rank)
+		if m.Rank == 0 {
+			rank = fmt.Sprintf("not in the first %d", toolcache.MissDepth)
+		}
+		fmt.Fprintf(w, "    %s: %s\n", name, rank)
+	}
 }
 
 // noteSkipped says on stderr which definitions of a catalog file were left

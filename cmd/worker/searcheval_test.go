@@ -117,6 +117,22 @@ func TestSearchEval(t *testing.T) {
 			`tools[3]: tool "bad": inputSchema: schema is not a JSON object`) {
 		t.Errorf("broken definitions: exit %d, stdout %s, stderr %s", code, out.String(), errb.String())
 	}
+	// --misses lists on stderr the gold tools not in the first k, under
+	// their item, and leaves the JSON on stdout as it is.
+	out.Reset()
+	errb.Reset()
+	storm := write("storm.jsonl", `{"id":"s1","query":"will it rain in Paris tomorrow? forecast please","gold_tools":["get_forecast"]}
+{"id":"s2","query":"storm warnings for Texas","gold_tools":["get_forecast","get_alerts"]}
+`)
+	if code := run([]string{"search-eval", "--json", "--misses", "--k", "1", storm, weather}, &out, &errb); code != 0 || !json.Valid(out.Bytes()) ||
+		errb.String() != "search-eval: 1 gold tools not in the first 1:\n  s2: storm warnings for Texas\n    get_forecast: not in the first 100\n" {
+		t.Errorf("--misses: exit %d, stdout %s, stderr %q", code, out.String(), errb.String())
+	}
+	misses := toolcache.EvalMisses(func(string, int) []toolcache.Tool { return nil },
+		[]toolcache.EvalItem{{Query: "q", Gold: []toolcache.EvalTool{{Tool: "a"}}}, {Query: "none"}}, 10)
+	if len(misses) != 1 || misses[0].Item != "item 1" || misses[0].Rank != 0 {
+		t.Errorf("EvalMisses: %+v", misses)
+	}
 	// A catalog left out: still scored, with a warning naming the gold
 	// tools no catalog has.
 	out.Reset()

@@ -164,6 +164,44 @@ func LoadEvalItems(path string) ([]EvalItem, error) {
 	return items, nil
 }
 
+// EvalMiss is a gold tool of an item that a search did not rank in the
+// first k.
+type EvalMiss struct {
+	Item  string // the item's id ("line N" when it has none)
+	Query string
+	Tool  EvalTool
+	// Rank is the tool's 1-based place in the first MissDepth results, 0
+	// when it is not among them.
+	Rank int
+}
+
+// MissDepth is how deep EvalMisses looks for a missed tool's rank.
+const MissDepth = 100
+
+// EvalMisses lists, item by item, the gold tools that search does not put
+// in the first k: where a deployment's ranking fails, to read before
+// changing it.
+func EvalMisses(search func(query string, limit int) []Tool, items []EvalItem, k int) []EvalMiss {
+	var out []EvalMiss
+	for n, it := range items {
+		if len(it.Gold) == 0 {
+			continue
+		}
+		got := search(it.Query, max(k, MissDepth))
+		id := it.ID
+		if id == "" {
+			id = fmt.Sprintf("item %d", n+1)
+		}
+		for _, g := range it.Gold {
+			rank := slices.IndexFunc(got, g.matches) + 1
+			if rank == 0 || rank > k {
+				out = append(out, EvalMiss{Item: id, Query: it.Query, Tool: g, Rank: rank})
+			}
+		}
+	}
+	return out
+}
+
 // EvalResult is recall@k and hit@k per k, and search latency.
 type EvalResult struct {
 	Items  int // items with gold tools (the averages' denominator)
