@@ -93,8 +93,19 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("bad flag: %+v", res)
 	}
 	res = submitCmd(t, "", "status", "--bogus", "x")
-	if res.code != 2 || strings.Count(res.stderr, "-bogus") != 1 {
+	if res.code != 2 || strings.Count(res.stderr, "-bogus") != 1 || strings.Contains(res.stderr, "did you mean") {
 		t.Errorf("bad flag of status: %+v", res)
+	}
+	// A misspelt flag is named with the one it stands for, of the command
+	// given.
+	for _, tt := range []struct{ args, want []string }{
+		{[]string{"--quue", "fast", "echo:x"}, []string{"unknown flag: --quue: did you mean --queue?"}},
+		{[]string{"--max-round", "3", "echo:x"}, []string{"did you mean --max-rounds?"}},
+		{[]string{"status", "--jsno", "x"}, []string{"did you mean --json?"}},
+	} {
+		if res := submitCmd(t, "", tt.args...); res.code != 2 || !strings.Contains(res.stderr, tt.want[0]) {
+			t.Errorf("%q: %+v", tt.args, res)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/envvars"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/textdist"
 )
 
 func main() {
@@ -171,6 +172,17 @@ func flagError(fs *pflag.FlagSet, err error) error {
 	if errors.As(err, &ne) {
 		if name, _, _ := strings.Cut(ne.GetSpecifiedShortnames(), "="); len(name) > 1 && fs.Lookup(name) != nil {
 			return usagef("%w: a long flag takes two dashes: --%s", err, name)
+		}
+		if name := ne.GetSpecifiedName(); name != "" {
+			best, bestD := "", 0
+			fs.VisitAll(func(f *pflag.Flag) {
+				if d := textdist.Distance(name, f.Name); d <= max(1, len(f.Name)/4) && (best == "" || d < bestD) {
+					best, bestD = f.Name, d
+				}
+			})
+			if best != "" {
+				return usagef("%w: did you mean --%s?", err, best)
+			}
 		}
 	}
 	return usageError{err}

@@ -38,9 +38,10 @@ func TestDoorWords(t *testing.T) {
 	}
 }
 
-// TestDoorNamesTypos: a member the job schema does not allow is named with
-// the allowed one it is probably a typo of, at any depth, and the reason is
-// the same on every run (the schema library lists them in map order).
+// TestDoorNamesTypos: a member the job schema does not allow, and a string
+// that is no value of an enum, are named with the allowed one they are
+// probably a typo of, at any depth, and the reason is the same on every
+// run (the schema library lists the members in map order).
 func TestDoorNamesTypos(t *testing.T) {
 	t.Parallel()
 	v, err := jobs.NewValidator(0)
@@ -55,6 +56,9 @@ func TestDoorNamesTypos(t *testing.T) {
 		{`{"task":"t","maxrounds":3}`, prefix + "additional properties 'maxrounds' not allowed (did you mean 'max_rounds'?)"},
 		{`{"task":"t","Servers":["a"]}`, prefix + "additional properties 'Servers' not allowed (did you mean 'servers'?)"},
 		{`{"task":"t","colour":"red"}`, prefix + "additional properties 'colour' not allowed"},
+		{`{"task":"t","tool_mode":"serch"}`, "job fails schemas/job.schema.json: at '/tool_mode': value must be one of 'auto', 'full', 'deferred', 'search', 'code' (did you mean 'search'?)"},
+		{`{"task":"t","tool_mode":"Code"}`, "job fails schemas/job.schema.json: at '/tool_mode': value must be one of 'auto', 'full', 'deferred', 'search', 'code' (did you mean 'code'?)"},
+		{`{"task":"t","tool_mode":"lean"}`, "job fails schemas/job.schema.json: at '/tool_mode': value must be one of 'auto', 'full', 'deferred', 'search', 'code'"},
 		{`{"task":"t","zzz":1,"timout":"1m","aaa":2,"modle":"m"}`,
 			prefix + "additional properties 'aaa', 'modle', 'timout', 'zzz' not allowed (did you mean 'model' for 'modle', 'timeout' for 'timout'?)"},
 		{`{"task":"t","client_secret":"0123456789abcdef0123456789abcdef","client_tools":[{"name":"a","descripton":"d","input_schema":{}}]}`,

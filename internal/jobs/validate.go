@@ -281,6 +281,9 @@ func (v *Validator) flatten(ve *jsonschema.ValidationError) string {
 			if extra {
 				leaf += v.suggest(e.SchemaURL, k.Properties)
 			}
+			if k, ok := e.ErrorKind.(*kind.Enum); ok {
+				leaf += suggestValue(k)
+			}
 			leaves = append(leaves, leaf)
 			return
 		}
@@ -291,6 +294,27 @@ func (v *Validator) flatten(ve *jsonschema.ValidationError) string {
 	walk(ve)
 	slices.Sort(leaves) // causes come in map order; the reason must not vary
 	return strings.Join(leaves, "; ")
+}
+
+// suggestValue names the allowed string a string not among an enum's is
+// probably a typo of: " (did you mean 'search'?)", or "".
+func suggestValue(k *kind.Enum) string {
+	got, ok := k.Got.(string)
+	if !ok {
+		return ""
+	}
+	best, bestD := "", 0
+	for _, w := range k.Want {
+		if w, ok := w.(string); ok {
+			if d := textdist.Distance(strings.ToLower(got), w); d <= max(1, len(w)/4) && (best == "" || d < bestD) {
+				best, bestD = w, d
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean '%s'?)", best)
 }
 
 // suggest names, for members an object may not have, the allowed members
