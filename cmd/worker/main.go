@@ -25,6 +25,7 @@ import (
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/telemetry"
+	"github.com/jetagent/jetagent/internal/textdist"
 	"github.com/jetagent/jetagent/internal/toolcache"
 	"github.com/jetagent/jetagent/internal/toolcost"
 )
@@ -52,7 +53,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "":
 		err = serveFromEnv(stderr)
 	default:
-		fmt.Fprintf(stderr, "worker: unknown command %q (see worker --help)\n", cmd)
+		hint := ""
+		if near := closestWord(cmd, []string{"tokens", "tools", "search-eval", "help"}); near != "" {
+			hint = fmt.Sprintf("; did you mean worker %s?", near)
+		}
+		fmt.Fprintf(stderr, "worker: unknown command %q%s (see worker --help)\n", cmd, hint)
 		return 2
 	}
 	if err != nil {
@@ -60,6 +65,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// closestWord is the word of words that w is probably a typo of ("": none
+// is close).
+func closestWord(w string, words []string) string {
+	best, bestD := "", 0
+	for _, c := range words {
+		if d := textdist.Distance(strings.ToLower(w), c); d <= max(1, len(c)/4) && (best == "" || d < bestD) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// flagHint adds to a flag package error for an undefined flag the flag of
+// fs it is probably a typo of.
+func flagHint(fs *flag.FlagSet, err error) error {
+	_, name, ok := strings.Cut(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := closestWord(strings.TrimLeft(name, "-"), names); near != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, near)
+	}
+	return err
 }
 
 func serveFromEnv(stderr io.Writer) error {
@@ -396,7 +428,7 @@ func tokens(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("tokens: %w (usage: worker tokens [-markdown] CATALOG.json...)", err)
+		return fmt.Errorf("tokens: %w (usage: worker tokens [-markdown] CATALOG.json...)", flagHint(fs, err))
 	}
 	if fs.NArg() == 0 {
 		return errors.New("tokens: name at least one catalog file")
@@ -428,7 +460,7 @@ func tools(args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("tools: %w (usage: worker tools [-markdown])", err)
+		return fmt.Errorf("tools: %w (usage: worker tools [-markdown])", flagHint(fs, err))
 	}
 	s, err := loadToolSettings()
 	if err != nil {

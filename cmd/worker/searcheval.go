@@ -42,7 +42,7 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	var files []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--misses] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...)", err)
+			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--misses] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...)", flagHint(fs, err))
 		}
 		if fs.NArg() == 0 {
 			break
