@@ -174,13 +174,9 @@ func flagError(fs *pflag.FlagSet, err error) error {
 			return usagef("%w: a long flag takes two dashes: --%s", err, name)
 		}
 		if name := ne.GetSpecifiedName(); name != "" {
-			best, bestD := "", 0
-			fs.VisitAll(func(f *pflag.Flag) {
-				if d := textdist.Distance(name, f.Name); d <= max(1, len(f.Name)/4) && (best == "" || d < bestD) {
-					best, bestD = f.Name, d
-				}
-			})
-			if best != "" {
+			var names []string
+			fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+			if best := textdist.Closest(name, names); best != "" {
 				return usagef("%w: did you mean --%s?", err, best)
 			}
 		}

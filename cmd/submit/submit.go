@@ -316,13 +316,7 @@ func (c *cli) servedLike(cl *jobs.Client, queue string) string {
 	if err != nil {
 		return ""
 	}
-	best, bestD := "", 0
-	for _, q := range queues {
-		d := textdist.Distance(strings.ToLower(queue), strings.ToLower(q))
-		if d <= max(1, len(q)/4) && (best == "" || d < bestD) {
-			best, bestD = q, d
-		}
-	}
+	best := textdist.Closest(queue, queues)
 	if best == "" {
 		return ""
 	}

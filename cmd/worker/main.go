@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serveFromEnv(stderr)
 	default:
 		hint := ""
-		if near := closestWord(cmd, []string{"tokens", "tools", "search-eval", "help"}); near != "" {
+		if near := textdist.Closest(cmd, []string{"tokens", "tools", "search-eval", "help"}); near != "" {
 			hint = fmt.Sprintf("; did you mean worker %s?", near)
 		}
 		fmt.Fprintf(stderr, "worker: unknown command %q%s (see worker --help)\n", cmd, hint)
@@ -67,18 +67,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// closestWord is the word of words that w is probably a typo of ("": none
-// is close).
-func closestWord(w string, words []string) string {
-	best, bestD := "", 0
-	for _, c := range words {
-		if d := textdist.Distance(strings.ToLower(w), c); d <= max(1, len(c)/4) && (best == "" || d < bestD) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
 // flagHint adds to a flag package error for an undefined flag the flag of
 // fs it is probably a typo of.
 func flagHint(fs *flag.FlagSet, err error) error {
@@ -88,7 +76,7 @@ func flagHint(fs *flag.FlagSet, err error) error {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	if near := closestWord(strings.TrimLeft(name, "-"), names); near != "" {
+	if near := textdist.Closest(strings.TrimLeft(name, "-"), names); near != "" {
 		return fmt.Errorf("%w (did you mean --%s?)", err, near)
 	}
 	return err

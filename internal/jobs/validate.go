@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -303,14 +304,13 @@ func suggestValue(k *kind.Enum) string {
 	if !ok {
 		return ""
 	}
-	best, bestD := "", 0
+	var want []string
 	for _, w := range k.Want {
 		if w, ok := w.(string); ok {
-			if d := textdist.Distance(strings.ToLower(got), w); d <= max(1, len(w)/4) && (best == "" || d < bestD) {
-				best, bestD = w, d
-			}
+			want = append(want, w)
 		}
 	}
+	best := textdist.Closest(got, want)
 	if best == "" {
 		return ""
 	}
@@ -337,15 +337,9 @@ func (v *Validator) suggest(schemaURL string, extra []string) string {
 	props, _ := m["properties"].(map[string]any)
 	type hint struct{ from, to string }
 	var hints []hint
+	names := slices.Sorted(maps.Keys(props)) // ties go to the first, the same each run
 	for _, x := range extra {
-		best, bestD := "", 0
-		for name := range props {
-			d := textdist.Distance(strings.ToLower(x), name)
-			if d <= max(1, len(name)/4) && (best == "" || d < bestD || d == bestD && name < best) {
-				best, bestD = name, d
-			}
-		}
-		if best != "" {
+		if best := textdist.Closest(x, names); best != "" {
 			hints = append(hints, hint{x, best})
 		}
 	}

@@ -1,5 +1,7 @@
 package textdist
 
+import "strings"
+
 // Distance is the optimal-string-alignment distance of a and b, by runes:
 // an insertion, a deletion, a substitution or a swap of neighbours counts
 // one, so "stauts" is one from "status" (plain Levenshtein says two, and a
@@ -28,4 +30,19 @@ func Distance(a, b string) int {
 		pp, prev, cur = prev, cur, pp
 	}
 	return prev[len(rb)]
+}
+
+// Closest returns the candidate that w is most likely a typo of: the
+// nearest by Distance, compared without regard to case, when it is at most
+// one edit per four letters of the candidate away (at least one); the
+// first of equally near ones; "" when none is that near.
+func Closest(w string, candidates []string) string {
+	lw := strings.ToLower(w)
+	best, bestD := "", 0
+	for _, c := range candidates {
+		if d := Distance(lw, strings.ToLower(c)); d <= max(1, len([]rune(c))/4) && (best == "" || d < bestD) {
+			best, bestD = c, d
+		}
+	}
+	return best
 }

@@ -39,3 +39,32 @@ func ExampleDistance() {
 	fmt.Println(textdist.Distance("stauts", "status"), textdist.Distance("read_fiel", "read_file"))
 	// Output: 1 1
 }
+
+func TestClosest(t *testing.T) {
+	t.Parallel()
+	words := []string{"queue", "json", "max-rounds", "search-eval", "Default"}
+	tests := []struct{ w, want string }{
+		{"quue", "queue"},
+		{"jsno", "json"},
+		{"max-round", "max-rounds"},
+		{"serach-eval", "search-eval"},
+		{"default", "Default"}, // case is no edit
+		{"DEFUALT", "Default"},
+		{"js", ""}, // two edits from a four-letter word
+		{"zzz", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := textdist.Closest(tt.w, words); got != tt.want {
+			t.Errorf("Closest(%q) = %q, want %q", tt.w, got, tt.want)
+		}
+	}
+	if got := textdist.Closest("ab", []string{"ax", "ay"}); got != "ax" {
+		t.Errorf("a tie: %q, want the first", got)
+	}
+}
+
+func ExampleClosest() {
+	fmt.Println(textdist.Closest("tool_mod", []string{"task", "tool_mode", "servers"}))
+	// Output: tool_mode
+}
