@@ -18,6 +18,7 @@ type Metrics struct {
 	running  prometheus.Gauge
 	wait     *prometheus.HistogramVec
 	dead     *prometheus.CounterVec
+	unserved *prometheus.GaugeVec
 }
 
 // NewMetrics registers the collectors with reg.
@@ -54,8 +55,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 				"wrong_queue, refused (the worker's admission check), duplicate (a copy of a running or finished " +
 				"job), retries_exhausted (its last attempt failed transiently), max_deliveries (deliveries ran out unacknowledged).",
 		}, []string{"queue", "reason"}),
+		unserved: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jetagent_jobs_unserved",
+			Help: "Jobs stored on a queue that no worker serves, by queue, as this worker last counted them (each minute): they wait until a worker serves the queue.",
+		}, []string{"queue"}),
 	}
-	for _, c := range []prometheus.Collector{m.started, m.finished, m.retried, m.requeued, m.duration, m.running, m.wait, m.dead} {
+	for _, c := range []prometheus.Collector{m.started, m.finished, m.retried, m.requeued, m.duration, m.running, m.wait, m.dead, m.unserved} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -139,4 +144,20 @@ func (m *Metrics) queueWaited(queue string, d time.Duration) {
 		return
 	}
 	m.wait.WithLabelValues(queue).Observe(max(d, 0).Seconds())
+}
+
+// unservedCounted sets the unserved-jobs gauge to waiting, removing the
+// queues that no longer wait.
+func (m *Metrics) unservedCounted(waiting map[string]uint64, before map[string]uint64) {
+	if m == nil {
+		return
+	}
+	for q := range before {
+		if _, ok := waiting[q]; !ok {
+			m.unserved.DeleteLabelValues(q)
+		}
+	}
+	for q, n := range waiting {
+		m.unserved.WithLabelValues(q).Set(float64(n))
+	}
 }

@@ -90,6 +90,10 @@ type Config struct {
 	Metrics *Metrics
 	// Logger receives operational logs (default: discarded).
 	Logger *slog.Logger
+	// UnservedCheck is how often the worker looks for jobs waiting on
+	// queues no worker serves, and logs them (default DefaultUnservedCheck;
+	// negative: never).
+	UnservedCheck time.Duration
 	// StartTimeout bounds how long Run retries its first topology setup
 	// while JetStream does not answer (the server away or restarting, a
 	// cluster without a leader yet); 0: until Run's context ends. Errors a
@@ -134,6 +138,7 @@ func (c Config) WithDefaults() Config {
 		{&c.ShutdownGrace, DefaultShutdownGrace},
 		{&c.JobTimeout, DefaultJobTimeout},
 		{&c.FetchWait, DefaultFetchWait},
+		{&c.UnservedCheck, DefaultUnservedCheck},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def
@@ -291,6 +296,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		loops.Go(func() { w.fetchLoop(ctx, q, c) })
 	}
 	loops.Go(func() { w.deadLetterLoop(ctx) })
+	loops.Go(func() { w.unservedLoop(ctx) })
 	w.log.Info("worker ready", "queues", w.cfg.Topology.Queues, "concurrency", w.cfg.Concurrency)
 	close(w.ready)
 
