@@ -54,6 +54,9 @@ func (c *cli) status(id string, asJSON bool) (int, error) {
 	if st, err = cl.FullState(c.ctx, st); err != nil { // an answer too large for the state
 		return 0, err
 	}
+	if st.Status == jobs.StatusQueued {
+		c.warnUnserved(cl, st.Queue) // why a job stays queued
+	}
 	if asJSON {
 		return exitOK, writeJSON(c.stdout, st)
 	}

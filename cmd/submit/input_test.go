@@ -119,6 +119,11 @@ func TestQueueWithoutWorkers(t *testing.T) {
 		strings.Contains(res.stderr, "did you mean") {
 		t.Errorf("%+v", res)
 	}
+	// submit status of the job says why it stays queued.
+	if res := submitCmd(t, "", "status", "nobody-1"); res.code != 0 || !strings.Contains(res.stdout, "queued") ||
+		!strings.Contains(res.stderr, `no worker has served queue "nobody"`) {
+		t.Errorf("status: %+v", res)
+	}
 	// A typo of a served queue is named.
 	res = submitCmd(t, "", "--detach", "--id", "typo-1", "--queue", "defualt", "echo:x")
 	if res.code != 0 || !strings.Contains(res.stderr, `no worker has served queue "defualt"`) ||
