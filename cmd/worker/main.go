@@ -260,6 +260,9 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	jc := s.jobsConfig()
 	jc.Conn, jc.Runner, jc.MaxJobBytes = nc, measured, s.MaxJobBytes
 	jc.KnownServer, jc.Admit, jc.Metrics, jc.Logger = known, agentrun.Admit, metrics, log
+	if pool != nil {
+		jc.ServerNames = pool.Servers()
+	}
 	jc.Notes = jobNotes(lc)
 	w, err := jobs.NewWorker(jc)
 	if err != nil {

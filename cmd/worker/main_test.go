@@ -412,7 +412,22 @@ func TestEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Status != jobs.StatusDead || st.Error != `job names an MCP server this worker does not configure: "nope"` {
+		if st.Status != jobs.StatusDead || st.Error != `job names an MCP server this worker does not configure: "nope" (configured: demo)` {
+			t.Fatalf("state %+v", st)
+		}
+	})
+
+	t.Run("misspelt server", func(t *testing.T) {
+		ctx := natstest.Context(t)
+		rc, err := h.client.Submit(ctx, &jobs.Job{Task: "add 1 1", Servers: []string{"dmeo"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := h.client.Wait(ctx, rc.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != jobs.StatusDead || st.Error != `job names an MCP server this worker does not configure: "dmeo" (did you mean "demo"? configured: demo)` {
 			t.Fatalf("state %+v", st)
 		}
 	})

@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jetagent/jetagent/internal/jobs"
@@ -69,6 +71,31 @@ func TestDoorNamesTypos(t *testing.T) {
 			if !errors.Is(err, jobs.ErrSchema) || err.Error() != tt.want {
 				t.Fatalf("%s:\n got %v\nwant %s", tt.body, err, tt.want)
 			}
+		}
+	}
+}
+
+// TestCheckServersNamesThem: a job naming a server the worker does not
+// configure is refused with the configured ones, and the one a typo meant.
+func TestCheckServersNamesThem(t *testing.T) {
+	t.Parallel()
+	names := []string{"filesystem", "github", "memory"}
+	known := func(s string) bool { return slices.Contains(names, s) }
+	for _, tt := range []struct {
+		servers []string
+		known   func(string) bool
+		names   []string
+		want    string
+	}{
+		{[]string{"github", "memory"}, known, names, ""},
+		{[]string{"github", "filesytem"}, known, names, `job names an MCP server this worker does not configure: "filesytem" (did you mean "filesystem"? configured: filesystem, github, memory)`},
+		{[]string{"shell"}, known, names, `job names an MCP server this worker does not configure: "shell" (configured: filesystem, github, memory)`},
+		{[]string{"shell"}, known, nil, `job names an MCP server this worker does not configure: "shell"`},
+		{[]string{"shell"}, nil, nil, `job names an MCP server this worker does not configure: "shell" (this worker has no MCP servers)`},
+	} {
+		err := jobs.CheckServers(&jobs.Job{Task: "t", Servers: tt.servers}, tt.known, tt.names...)
+		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && (got != tt.want || !errors.Is(err, jobs.ErrUnknownServer))) {
+			t.Errorf("%q: %v, want %q", tt.servers, err, tt.want)
 		}
 	}
 }

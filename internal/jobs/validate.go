@@ -358,12 +358,23 @@ func (v *Validator) suggest(schemaURL string, extra []string) string {
 
 // CheckServers returns ErrUnknownServer naming the first server of the job
 // that known does not accept. A nil known accepts none: a worker without
-// MCP configuration has no servers to offer.
-func CheckServers(j *Job, known func(string) bool) error {
+// MCP configuration has no servers to offer. names, when given, are the
+// configured servers: the error lists them, and names the one a misspelt
+// server probably meant.
+func CheckServers(j *Job, known func(string) bool, names ...string) error {
 	for _, s := range j.Servers {
-		if known == nil || !known(s) {
-			return fmt.Errorf("%w: %q", ErrUnknownServer, s)
+		if known != nil && known(s) {
+			continue
 		}
+		switch near := textdist.Closest(s, names); {
+		case near != "":
+			return fmt.Errorf("%w: %q (did you mean %q? configured: %s)", ErrUnknownServer, s, near, strings.Join(names, ", "))
+		case len(names) > 0:
+			return fmt.Errorf("%w: %q (configured: %s)", ErrUnknownServer, s, strings.Join(names, ", "))
+		case known == nil:
+			return fmt.Errorf("%w: %q (this worker has no MCP servers)", ErrUnknownServer, s)
+		}
+		return fmt.Errorf("%w: %q", ErrUnknownServer, s)
 	}
 	return nil
 }

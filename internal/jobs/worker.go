@@ -78,6 +78,9 @@ type Config struct {
 	// KnownServer reports whether an MCP server name is configured; a job
 	// naming another is dead-lettered. Nil: no servers are configured.
 	KnownServer func(name string) bool
+	// ServerNames, when set, are the configured MCP servers, named in the
+	// reason of a job naming another (with the one it probably meant).
+	ServerNames []string
 	// Admit, when set, is a further check at the door, after the schema and
 	// KnownServer: a job it refuses is dead-lettered with the error's text
 	// as the reason (the worker command bounds client tool declarations).
@@ -419,7 +422,7 @@ func (w *Worker) handle(queue string, msg jetstream.Msg) {
 		rejectErr = CheckQueue(job, queue, w.names)
 	}
 	if rejectErr == nil {
-		rejectErr = CheckServers(job, w.cfg.KnownServer)
+		rejectErr = CheckServers(job, w.cfg.KnownServer, w.cfg.ServerNames...)
 	}
 	if rejectErr == nil && w.cfg.Admit != nil {
 		if err := w.cfg.Admit(job); err != nil {
