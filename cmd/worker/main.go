@@ -263,7 +263,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if pool != nil {
 		jc.ServerNames = pool.Servers()
 	}
-	jc.Notes = jobNotes(lc)
+	jc.Notes = jobNotes(lc, pool)
 	w, err := jobs.NewWorker(jc)
 	if err != nil {
 		return err

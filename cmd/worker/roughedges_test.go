@@ -18,7 +18,7 @@ import (
 // given. An empty body is called empty (not "EOF"); a body naming another
 // queue than the subject it came on is refused, naming both; a max_rounds
 // above the cap and a timeout of 0s run with what applies, and the started
-// event says what that is.
+// event says what that is, and which allow and deny globs match no tool.
 func TestDoorRoughEdges(t *testing.T) {
 	h := startWorker(t)
 	js, err := h.nc.JetStream()
@@ -83,7 +83,8 @@ func TestDoorRoughEdges(t *testing.T) {
 
 	t.Run("settings not applied as given", func(t *testing.T) {
 		ctx := natstest.Context(t)
-		rc, err := h.client.Submit(ctx, &jobs.Job{Task: "add 2 2", Servers: []string{"demo"}, MaxRounds: 1000, Timeout: "0s"})
+		rc, err := h.client.Submit(ctx, &jobs.Job{Task: "add 2 2", Servers: []string{"demo"}, MaxRounds: 1000, Timeout: "0s",
+			Allow: []string{"ad*", "ad"}, Deny: []string{"get_wether", "zzz*"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,10 +104,16 @@ func TestDoorRoughEdges(t *testing.T) {
 		for _, want := range []string{
 			`timeout "0s" is not positive: the worker's default 10m0s applies`,
 			"max_rounds 1000 is above the cap 50 (JETAGENT_MAX_ROUNDS_CAP): at most 50 rounds apply",
+			`allow "ad" matches no tool of the job (did you mean "add"?)`,
+			`deny "get_wether" matches no tool of the job (did you mean "get_weather"?)`,
+			`deny "zzz*" matches no tool of the job`,
 		} {
 			if !strings.Contains(notes, want) {
 				t.Errorf("started notes %s lack %q", notes, want)
 			}
+		}
+		if strings.Contains(notes, `"ad*"`) {
+			t.Errorf("a glob that matches was noted: %s", notes)
 		}
 		if started["timeout_ms"] != float64(600000) {
 			t.Errorf("timeout_ms %v", started["timeout_ms"])
