@@ -140,7 +140,9 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		a.failed(err)
 		return nil, err
 	case res.StatusCode >= 400:
-		a.failed(newAPIError(res, body))
+		e := newAPIError(res, body)
+		e.Hint = versionlessHint(e.Status, a.cfg.BaseURL)
+		a.failed(e)
 	case res.StatusCode >= 300 && res.StatusCode < 400:
 		// A redirect the client did not follow (the default one follows
 		// none to another origin, see Config.HTTPClient): the same

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -648,5 +649,42 @@ func TestEnvironmentIgnored(t *testing.T) {
 	h := s.Requests()[0].Header
 	if h.Get("Authorization") != "" || h.Get("OpenAI-Organization") != "" {
 		t.Errorf("environment leaked into headers: %v", h)
+	}
+}
+
+// TestVersionlessBaseURLHinted: a 404 or 405 from a base URL that names no
+// API version says that the API is usually under /v1 (a base URL of
+// "http://localhost:11434" for a server that serves /v1/chat/completions);
+// one that names a version, or another status, gets no such hint.
+func TestVersionlessBaseURLHinted(t *testing.T) {
+	t.Parallel()
+	s := llmtest.NewServer(t)
+	s.Handle(func(llmtest.RecordedRequest) llmtest.Reply {
+		return llmtest.Reply{Status: http.StatusNotFound, Content: "no such model"}
+	})
+	root := strings.TrimSuffix(s.URL(), "/v1")
+	tests := []struct {
+		name, baseURL string
+		hint          bool
+	}{
+		{"no version", root, true},
+		{"no version, a path", root + "/api", true},
+		{"/v1 (a model the server lacks)", s.URL(), false},
+		{"/v1beta/openai", root + "/v1beta/openai", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newClient(t, s, func(c *llm.Config) { c.BaseURL = tt.baseURL })
+			_, err := c.Complete(testCtx(t), userRequest())
+			var ae *llm.APIError
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v, want an APIError", err)
+			}
+			if got := strings.Contains(err.Error(), "names no API version: OpenAI-compatible servers serve the API under /v1, e.g. "+
+				strings.TrimSuffix(tt.baseURL, "/")+"/v1"); got != tt.hint {
+				t.Errorf("hint %v, want %v: %v", got, tt.hint, err)
+			}
+		})
 	}
 }

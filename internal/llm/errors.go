@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ type APIError struct {
 	// its code names, or the reply's own when it names none (and the error
 	// is not retried).
 	InReply bool
+	// Hint, when set, is the likeliest cause on the client's side, added to
+	// the message (a base URL without the API's version path).
+	Hint string
 }
 
 func (e *APIError) Error() string {
@@ -59,7 +63,31 @@ func (e *APIError) Error() string {
 		}
 		return fmt.Sprintf("llm: provider returned an error in a successful reply: %s", msg)
 	}
+	if e.Hint != "" {
+		return fmt.Sprintf("llm: provider returned %d: %s (%s)", e.Status, msg, e.Hint)
+	}
 	return fmt.Sprintf("llm: provider returned %d: %s", e.Status, msg)
+}
+
+// versionlessHint is the Hint of a 404 or 405 from a base URL whose path
+// names no API version: "http://localhost:11434" where the server serves
+// ".../v1/chat/completions" (Ollama, vLLM, llama.cpp and OpenAI itself all
+// do). A path with a version ("/v1", "/v1beta/openai") or naming openai
+// (Azure's deployments) gets none.
+func versionlessHint(status int, baseURL string) string {
+	if status != http.StatusNotFound && status != http.StatusMethodNotAllowed {
+		return ""
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return ""
+	}
+	p := strings.ToLower(u.Path)
+	if strings.Contains(p, "/v1") || strings.Contains(p, "/v2") || strings.Contains(p, "openai") {
+		return ""
+	}
+	return fmt.Sprintf("the base URL %s names no API version: OpenAI-compatible servers serve the API under /v1, e.g. %s",
+		strings.TrimSuffix(baseURL, "/"), strings.TrimSuffix(baseURL, "/")+"/v1")
 }
 
 // Is makes errors.Is(err, ErrNonRetryable) true for non-retryable API errors.
