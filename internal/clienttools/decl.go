@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -109,7 +111,29 @@ func compileSchema(schema json.RawMessage) error {
 		return err
 	}
 	_, err = c.Compile(url)
+	var se *jsonschema.SchemaValidationError
+	if errors.As(err, &se) {
+		var ve *jsonschema.ValidationError
+		if errors.As(se.Err, &ve) {
+			sortCauses(ve)
+		}
+	}
 	return err
+}
+
+// sortCauses orders a validation error's tree: the library lists an
+// object's causes (and extra properties) in map order, and the message
+// (a dead letter's reason, submit's output) must not vary between runs.
+func sortCauses(e *jsonschema.ValidationError) {
+	if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+		slices.Sort(k.Properties)
+	}
+	for _, c := range e.Causes {
+		sortCauses(c)
+	}
+	slices.SortStableFunc(e.Causes, func(a, b *jsonschema.ValidationError) int {
+		return strings.Compare(a.Error(), b.Error())
+	})
 }
 
 // Merge adds the client tools to the server tools. The server wins: a client

@@ -66,6 +66,27 @@ func TestValidateDecls(t *testing.T) {
 	}
 }
 
+// TestInvalidSchemaMessageIsStable: a schema failing the metaschema at
+// several properties gets the same message each time (the library lists
+// an object's causes in map order).
+func TestInvalidSchemaMessageIsStable(t *testing.T) {
+	t.Parallel()
+	decls := []Decl{{Name: "a", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"a":{"type":5},"b":{"minLength":"x"},"c":{"type":"nope"},"d":{"required":1}}}`)}}
+	first := fmt.Sprint(ValidateDecls(decls, DeclLimits{}))
+	if !strings.Contains(first, "/properties/a") || !strings.Contains(first, "/properties/d") {
+		t.Fatalf("message %q does not name the failing properties", first)
+	}
+	if a, d := strings.Index(first, "/properties/a"), strings.Index(first, "/properties/d"); a > d {
+		t.Errorf("causes not in order:\n%s", first)
+	}
+	for range 20 {
+		if got := fmt.Sprint(ValidateDecls(decls, DeclLimits{})); got != first {
+			t.Fatalf("message varies:\n%s\nthen\n%s", first, got)
+		}
+	}
+}
+
 func TestMerge(t *testing.T) {
 	t.Parallel()
 	srv := []toolcache.Tool{
