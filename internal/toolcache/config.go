@@ -266,7 +266,7 @@ func (sc *ServerConfig) validate() error {
 	if err := checkGlobs("deny", sc.Deny); err != nil {
 		return err
 	}
-	for g := range sc.ToolHints {
+	for _, g := range sortedKeys(sc.ToolHints) { // of several bad globs, the same one each run
 		if _, err := path.Match(g, ""); err != nil {
 			return fmt.Errorf("toolHints: bad glob %q: %w", g, err)
 		}

@@ -1,6 +1,7 @@
 package toolcache
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,14 @@ func TestToolHintsOverrideTheServers(t *testing.T) {
 	bad := ServerConfig{Command: "x", ToolHints: map[string]Annotations{"[": {}}}
 	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "toolHints") {
 		t.Errorf("bad glob: %v", err)
+	}
+	// Of several bad globs the error names the same one each time.
+	bad.ToolHints = map[string]Annotations{"[a": {}, "[b": {}, "[c": {}, "[d": {}, "ok": {}}
+	first := fmt.Sprint(bad.validate())
+	for range 20 {
+		if got := fmt.Sprint(bad.validate()); got != first {
+			t.Fatalf("error varies: %q, then %q", first, got)
+		}
 	}
 }
 
