@@ -229,7 +229,8 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 	for name, sc := range cfg.Servers {
 		all[name] = sc
 	}
-	for name, ip := range o.inproc {
+	for _, name := range sortedKeys(o.inproc) { // of several clashes, the same one each run
+		ip := o.inproc[name]
 		if _, dup := all[name]; dup {
 			return nil, fmt.Errorf("toolcache: server %q: configured twice (file and in-process)", name)
 		}

@@ -527,3 +527,27 @@ func TestCallTimeout(t *testing.T) {
 	}
 	n.wait(t, "test/cancelled", "t1")
 }
+
+// TestInProcessClashIsStable: of several in-process servers named like
+// configured ones, the error names the same one each time.
+func TestInProcessClashIsStable(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Servers: map[string]ServerConfig{}}
+	var opts []Option
+	for _, n := range []string{"a", "b", "c", "d"} {
+		cfg.Servers[n] = ServerConfig{Command: "x"}
+		opts = append(opts, WithInProcessServer(n, newTestMCPServer(n), ServerConfig{}))
+	}
+	var first string
+	for i := range 20 {
+		_, err := NewPool(context.Background(), cfg, opts...)
+		if err == nil {
+			t.Fatal("no error for servers configured twice")
+		}
+		if i == 0 {
+			first = err.Error()
+		} else if err.Error() != first {
+			t.Fatalf("error varies: %q, then %q", first, err)
+		}
+	}
+}
