@@ -3,6 +3,7 @@ package toolcache
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -689,7 +690,9 @@ func (ix *SearchIndex) scoreExtra(t *Tool, q analyzedQuery, query string) float6
 		}
 		s += bm25IDF(ix.n+1, float64(len(ix.post[qt.id]))+1) * qt.w * (k1 + 1) * f / (f + k1)
 	}
-	for _, f := range own {
+	// Summed smallest first: in map order the last bit varied between
+	// runs, and with it the order of tools that score alike.
+	for _, f := range slices.Sorted(maps.Values(own)) {
 		s += bm25IDF(ix.n+1, 1) * (k1 + 1) * f / (f + k1)
 	}
 	return s

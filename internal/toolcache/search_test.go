@@ -192,3 +192,27 @@ func TestSearchExtraOwnWords(t *testing.T) {
 		t.Errorf("hits %v, fallback %v; want lookup_order first by its words", toolsOf(res), res.Fallback)
 	}
 }
+
+// Extra tools whose own words score alike come in the same order each
+// time (summed in map order, their scores' last bit varied between runs).
+func TestSearchExtraOrderIsStable(t *testing.T) {
+	t.Parallel()
+	ix := NewRegistry([]Tool{{Server: "fs", Original: "read_file", Description: "Read a file."}}).Index()
+	// The same four words, counted differently: equal scores.
+	extra := []Tool{
+		{Name: "xa", Description: "zorblax quuxify frobnicate frobnicate frobnicate wibble"},
+		{Name: "xb", Description: "zorblax zorblax zorblax quuxify frobnicate wibble"},
+		{Name: "xc", Description: "zorblax quuxify quuxify quuxify frobnicate wibble"},
+		{Name: "xd", Description: "zorblax quuxify frobnicate wibble wibble wibble"},
+	}
+	for range 20 {
+		res := ix.Search("zorblax quuxify frobnicate wibble", SearchOptions{Extra: extra})
+		var names []string
+		for _, h := range res.Hits {
+			names = append(names, h.Tool.Name)
+		}
+		if got := strings.Join(names, " "); got != "xa xb xc xd" {
+			t.Fatalf("hits %s, want the tools that tie by name", got)
+		}
+	}
+}
