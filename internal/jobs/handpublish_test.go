@@ -121,6 +121,38 @@ func deadLetterOf(ctx context.Context, t *testing.T, js jetstream.JetStream, str
 	}
 }
 
+// TestDeadLetterHeadersInOrder: a dead letter republished with its
+// headers and a new Nats-Msg-Id, dead-lettered again, keeps both ids
+// under Jetagent-Original-Msg-Id, the earlier first, each time (the
+// headers were copied in map order).
+func TestDeadLetterHeadersInOrder(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	startWorker(t, nc, Config{Runner: newTestRunner()})
+	c := newClient(t, nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := natstest.Context(t)
+	for i := range 20 {
+		m := nats.NewMsg(c.names.JobsSubject(DefaultQueue))
+		m.Data = []byte(`not json`)
+		m.Header.Set("Jetagent-Original-Msg-Id", "first")
+		m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("again-%d", i))
+		ack, err := js.PublishMsg(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl := deadLetterOf(ctx, t, js, c.names.DLQStream(), ack.Sequence)
+		got := strings.Join(dl.Headers().Values("Jetagent-Original-Msg-Id"), " ")
+		if want := fmt.Sprintf("first again-%d", i); got != want {
+			t.Fatalf("Jetagent-Original-Msg-Id %q, want %q", got, want)
+		}
+	}
+}
+
 // TestCopyLeavesAnotherJobAlone: a hand-published message carrying the
 // id of another message's job (queued by a Client, running, or ended) is
 // dead-lettered without touching that job, whether it is refused at the

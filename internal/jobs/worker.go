@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -600,7 +602,10 @@ func (w *Worker) deadLetter(ctx context.Context, queue, id string, seq uint64, d
 	if len(data)+headerBytes(h)+JobHeaderRoom/2 > int(w.cfg.Conn.MaxPayload()) {
 		h = nil // the job itself matters more than its publisher's headers
 	}
-	for k, vs := range h {
+	// In name order: a Nats-Msg-Id renamed joins the values of a
+	// Jetagent-Original-Msg-Id already there, the same way each run.
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		vs := h[k]
 		if k == nats.MsgIdHdr {
 			k = "Jetagent-Original-Msg-Id"
 		}
