@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -239,8 +241,10 @@ func (cfg Config) requestOptions() []option.RequestOption {
 		option.WithMaxRetries(cfg.MaxRetries),
 		option.WithMaxRetryDelay(cfg.MaxRetryDelay),
 	}
-	for k, v := range cfg.Headers {
-		opts = append(opts, option.WithHeader(k, v))
+	// In name order: of two names that differ only in case, the last
+	// sets the header, the same one on every run.
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
 	return opts
 }
