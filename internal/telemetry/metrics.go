@@ -27,6 +27,45 @@ const (
 	ServerClient  = "client"   // a job's client tools, answered by its submitter
 )
 
+// Label values taken from jobs rather than from the worker's configuration
+// (the models jobs name, the client tools they declare) are bounded: each
+// value is a series the registry keeps for the life of the process, so a
+// worker's memory and every scrape grew with each new name submitters
+// sent. Past MaxJobLabelValues distinct values of a label, or for a value
+// longer than MaxJobLabelBytes, the value is OtherLabel; so is a tool name
+// that is neither in the catalog nor declared by the job (the model made
+// it up).
+const (
+	MaxJobLabelValues = 100
+	MaxJobLabelBytes  = 128
+	OtherLabel        = "other"
+)
+
+// labelCap admits the first MaxJobLabelValues distinct values of a label.
+type labelCap struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+func (c *labelCap) value(v string) string {
+	if len(v) > MaxJobLabelBytes {
+		return OtherLabel
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.seen[v]; ok {
+		return v
+	}
+	if len(c.seen) >= MaxJobLabelValues {
+		return OtherLabel
+	}
+	if c.seen == nil {
+		c.seen = map[string]struct{}{}
+	}
+	c.seen[v] = struct{}{}
+	return v
+}
+
 // Options configure Metrics.
 type Options struct {
 	// DefaultModel labels the requests of jobs that name no model.
@@ -45,6 +84,8 @@ type Metrics struct {
 	toolCalls     *prometheus.CounterVec
 	toolSeconds   *prometheus.HistogramVec
 	validation    *prometheus.CounterVec
+	// models and clientTools bound the label values jobs name.
+	models, clientTools labelCap
 }
 
 // NewMetrics registers the collectors with reg.
@@ -93,10 +134,17 @@ func NewMetrics(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 func (m *Metrics) Runner(r jobs.Runner) jobs.Runner {
 	return jobs.RunnerFunc(func(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
 		model := job.Model
-		if model == "" {
+		switch model {
+		case "", m.opts.DefaultModel:
 			model = m.opts.DefaultModel
+		default:
+			model = m.models.value(model)
 		}
-		return r.Run(ctx, job, &observedEnv{RunEnv: env, m: m, model: model, asked: map[[2]int]time.Time{}})
+		declared := make(map[string]bool, len(job.ClientTools))
+		for _, d := range job.ClientTools {
+			declared[d.Name] = true
+		}
+		return r.Run(ctx, job, &observedEnv{RunEnv: env, m: m, model: model, declared: declared, asked: map[[2]int]time.Time{}})
 	})
 }
 
@@ -105,6 +153,8 @@ type observedEnv struct {
 	jobs.RunEnv
 	m     *Metrics
 	model string
+	// declared are the job's client tools.
+	declared map[string]bool
 
 	mu    sync.Mutex
 	asked map[[2]int]time.Time // model requests sent, by round and retry, not answered yet
@@ -147,6 +197,13 @@ func (e *observedEnv) observe(typ string, round int, d map[string]any) {
 			tool, _ = d["name"].(string)
 		}
 		server := serverOf(e.m.opts.Pool, tool)
+		if server == ServerClient {
+			if e.declared[tool] {
+				tool = m.clientTools.value(tool)
+			} else {
+				tool = OtherLabel
+			}
+		}
 		outcome := "ok"
 		if failed, _ := d["error"].(bool); failed {
 			outcome = "error"

@@ -2,10 +2,13 @@ package telemetry_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/telemetry"
 )
@@ -51,7 +54,8 @@ func TestEventsCounted(t *testing.T) {
 		}
 		return &jobs.Outcome{}, nil
 	}))
-	if _, err := r.Run(context.Background(), &jobs.Job{ID: "j", Task: "t"}, env); err != nil {
+	job := &jobs.Job{ID: "j", Task: "t", ClientTools: []clienttools.Decl{{Name: "lookup"}}}
+	if _, err := r.Run(context.Background(), job, env); err != nil {
 		t.Fatal(err)
 	}
 	if env.n != len(events) {
@@ -98,5 +102,87 @@ func TestEventsCounted(t *testing.T) {
 		if got := value(c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
+	}
+}
+
+// TestJobLabelsBounded: the label values jobs choose (the model, client
+// tool names, names the model makes up) make at most MaxJobLabelValues
+// series per label, however many jobs name new ones; what is past the
+// bound is still counted, under OtherLabel.
+func TestJobLabelsBounded(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := telemetry.NewMetrics(reg, telemetry.Options{DefaultModel: "m-default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.Runner(jobs.RunnerFunc(func(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
+		_ = env.Emit(ctx, "llm.request", 1, map[string]any{"retry": 0, "tool_def_tokens": 1})
+		_ = env.Emit(ctx, "llm.response", 1, map[string]any{"retry": 0, "prompt_tokens": 1, "completion_tokens": 1})
+		for _, name := range []string{job.ClientTools[0].Name, "made_up_" + job.ID, "search_tools"} {
+			_ = env.Emit(ctx, "tool.result", 1, map[string]any{"name": name, "duration_ms": 1, "error": false})
+		}
+		return &jobs.Outcome{}, nil
+	}))
+	const n = 3 * telemetry.MaxJobLabelValues
+	for i := range n {
+		id := fmt.Sprint(i)
+		model := "model-" + id
+		if i%10 == 0 {
+			model = strings.Repeat("m", telemetry.MaxJobLabelBytes+1) + id
+		}
+		job := &jobs.Job{ID: id, Task: "t", Model: model, ClientTools: []clienttools.Decl{{Name: "tool_" + id}}}
+		if _, err := r.Run(context.Background(), job, &sinkEnv{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// values is the distinct values of label in family name, and the
+	// counters' sum.
+	values := func(name, label string) (map[string]bool, float64) {
+		vs, sum := map[string]bool{}, 0.0
+		for _, f := range fams {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.Metric {
+				for _, l := range m.Label {
+					if l.GetName() == label {
+						vs[l.GetValue()] = true
+					}
+				}
+				sum += m.GetCounter().GetValue()
+			}
+		}
+		return vs, sum
+	}
+	models, requests := values("jetagent_model_requests_total", "model")
+	if len(models) > telemetry.MaxJobLabelValues+1 || !models[telemetry.OtherLabel] {
+		t.Errorf("%d model label values (want at most %d, %q among them)", len(models), telemetry.MaxJobLabelValues+1, telemetry.OtherLabel)
+	}
+	if requests != n {
+		t.Errorf("%v model requests counted, want %d", requests, n)
+	}
+	for v := range models {
+		if len(v) > telemetry.MaxJobLabelBytes {
+			t.Errorf("a model label value of %d bytes", len(v))
+		}
+	}
+	// Client tools, the builtin search_tools and OtherLabel (past the
+	// bound, and every made-up name).
+	tools, calls := values("jetagent_tool_calls_total", "tool")
+	if len(tools) > telemetry.MaxJobLabelValues+2 || !tools[telemetry.OtherLabel] || !tools["search_tools"] || !tools["tool_0"] {
+		t.Errorf("%d tool label values (want at most %d, with %q, search_tools and tool_0)", len(tools), telemetry.MaxJobLabelValues+2, telemetry.OtherLabel)
+	}
+	for v := range tools {
+		if strings.HasPrefix(v, "made_up_") {
+			t.Errorf("tool label %q: a name neither in the catalog nor declared", v)
+		}
+	}
+	if calls != 3*n {
+		t.Errorf("%v tool calls counted, want %d", calls, 3*n)
 	}
 }
