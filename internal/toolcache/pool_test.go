@@ -513,6 +513,70 @@ func TestHealthCheckReplacesHungServer(t *testing.T) {
 	}
 }
 
+// TestStuckStdinWrite: a server that stops reading its stdin (hung, or too
+// busy to read) leaves a request larger than the pipe's buffer half
+// written. mcp-go's stdio transport writes without looking at the context,
+// holding a lock every request takes: such a call outlived its deadline,
+// the health checks waited behind it, so the server was never replaced,
+// and Close waited for the stuck run loop for ever.
+func TestStuckStdinWrite(t *testing.T) {
+	t.Parallel()
+	// Ten checks in a row unanswered replace it: a second or more after
+	// it stops, so the call below is sent to it first.
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"stuck": stdioTestServer("stuck")}},
+		WithHealthInterval(100*time.Millisecond), WithHealthMisses(10))
+	v := newTestView(t, p, nil, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Far beyond a pipe's buffer (64 KiB by default, 1 MiB at most); made
+	// before the server is stopped (slow under -race).
+	big, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 4<<20)})
+	var pid1 int
+	for {
+		res, err := v.CallTool(ctx, "pid", nil)
+		if errors.Is(err, ErrSessionLost) {
+			continue // a ping missed under load: the session was replaced
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pid1, err = strconv.Atoi(res.Text); err != nil {
+			t.Fatal(err)
+		}
+		if stopChild(t, pid1) {
+			break
+		}
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer ccancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.CallTool(cctx, "echo", big)
+		done <- err
+	}()
+	select {
+	case <-done: // its deadline, or the session killed under it
+	case <-time.After(20 * time.Second):
+		t.Fatal("a call to a server that does not read its stdin outlived its 500ms deadline by 20s")
+	}
+	for {
+		res, err := v.CallTool(ctx, "pid", nil)
+		if errors.Is(err, ErrSessionLost) {
+			continue // this call went to the stopped process
+		}
+		if err != nil {
+			t.Fatalf("the stopped server was not replaced: %v", err)
+		}
+		if res.Text == fmt.Sprint(pid1) {
+			t.Fatalf("stopped process %d answered", pid1)
+		}
+		break
+	}
+	if !pidGone(pid1) {
+		t.Errorf("stopped process %d not killed", pid1)
+	}
+}
+
 // CallTimeout bounds a call; the server is told to stop.
 func TestCallTimeout(t *testing.T) {
 	t.Parallel()

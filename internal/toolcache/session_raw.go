@@ -30,6 +30,7 @@ package toolcache
 //     HTTP request no other way. (On 2026-07-28 closing the request's stream
 //     is the cancellation, and nothing is sent.)
 //   - Signs of life for the health check: any response or notification.
+//   - A caller's deadline: mcp-go's stdio write does not watch it (see send).
 
 import (
 	"context"
@@ -100,7 +101,7 @@ func (t *tapTransport) Close() error                    { return t.inner.Close()
 func (t *tapTransport) GetSessionId() string            { return t.inner.GetSessionId() }
 
 func (t *tapTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	resp, err := t.inner.SendRequest(ctx, req)
+	resp, err := t.send(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil && t.forwardsCancel(req.Method) {
 			t.s.sendCancelled(req.ID, ctx.Err())
@@ -119,6 +120,32 @@ func (t *tapTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 		c.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// send is the inner transport's SendRequest, given up on when ctx ends.
+// mcp-go's stdio transport writes a request to the child's stdin without
+// looking at ctx, holding a lock every request takes: a server that stops
+// reading (hung, or too busy to read) with a request larger than the
+// pipe's buffer would hold that caller, and every request after it (the
+// health checks included, so the server was never replaced), past any
+// deadline. A write given up on goes on until the server reads again or
+// the session is closed (which closes stdin under it).
+func (t *tapTransport) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	type answer struct {
+		resp *transport.JSONRPCResponse
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := t.inner.SendRequest(ctx, req)
+		ch <- answer{resp, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.resp, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // forwardsCancel reports whether the tap must send notifications/cancelled
