@@ -172,6 +172,11 @@ func startPrefixed(cmd *exec.Cmd, prefix, marker string) (<-chan struct{}, error
 				once.Do(func() { close(ready) })
 			}
 		}
+		// A line over the scanner's 1 MiB ends the loop: the rest is
+		// discarded, or the child would block on its next write, and
+		// Wait (which waits for os/exec's copy into pw) would never
+		// return, not even after a kill.
+		_, _ = io.Copy(io.Discard, pr)
 	}()
 	return ready, nil
 }
