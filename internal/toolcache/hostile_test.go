@@ -404,6 +404,12 @@ func TestHostileHTTPServers(t *testing.T) {
 				<-r.Context().Done()
 			}
 		}, "endpoint", "sse"},
+		// No response headers at all (a proxy with a dead backend): the
+		// stream's GET runs on the session's own context, so only the
+		// connect timeout can end it.
+		{"sse-no-headers", func(*string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+		}, "deadline", "sse"},
 		{"sse-endless-line", func(*string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { endless(w, r, "text/event-stream") }
 		}, "larger than", "sse"},

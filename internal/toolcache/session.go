@@ -183,7 +183,20 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		copts = append(copts, client.WithDiscoverTimeout(-1))
 	}
 	s.c = client.NewClient(newTap(tr, s), copts...)
-	if err := s.c.Start(procCtx); err != nil {
+	// Start runs on the session's own context, which outlives the
+	// handshake (an SSE stream, a child process), so ctx did not bound it:
+	// an SSE server that never sends its response headers held Start, and
+	// the pool's run loop with it, for ever (net/http waits for headers
+	// without a limit). ctx ending now cancels the session's context.
+	stopStart := context.AfterFunc(ctx, cancel)
+	err := s.c.Start(procCtx)
+	if !stopStart() && err == nil {
+		err = ctx.Err() // it ended just after Start, and took the session's context
+	}
+	if cerr := ctx.Err(); err != nil && errors.Is(cerr, context.DeadlineExceeded) && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (no answer within the connect timeout %s: %w)", err, d.connectTimeout, cerr)
+	}
+	if err != nil {
 		err = s.withTooLarge(err)
 		_ = s.close()
 		if cfg.Type == TypeStdio {
