@@ -87,8 +87,11 @@ func startNATSProcess(ctx context.Context, dir string) (*natsProcess, error) {
 		return nil, err
 	}
 	p := &natsProcess{cmd: cmd, url: fmt.Sprintf("nats://127.0.0.1:%d", port), monitorURL: fmt.Sprintf("http://127.0.0.1:%d", mport)}
+	// Each probe is bounded: a server that accepts and never answers would
+	// hold http.Get past the deadline below.
+	probe := &http.Client{Timeout: 2 * time.Second}
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		if resp, err := http.Get(p.monitorURL + "/healthz?js-enabled-only=true"); err == nil {
+		if resp, err := probe.Get(p.monitorURL + "/healthz?js-enabled-only=true"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p, nil
