@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path"
 	"reflect"
@@ -237,7 +238,10 @@ func (sc *ServerConfig) validate() error {
 			typ = TypeHTTP
 		}
 		if !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://") {
-			return fmt.Errorf("url: %q is not an http(s) URL", sc.URL)
+			return fmt.Errorf("url: %q is not an http(s) URL", redactURL(sc.URL)) // expanded: may hold a secret
+		}
+		if _, err := url.Parse(sc.URL); err != nil {
+			return fmt.Errorf("url: %w", urlError(sc.URL, err)) // url.Parse's own error quotes it whole
 		}
 	}
 	if typ == TypeStdio && (len(sc.Headers) > 0) {

@@ -138,13 +138,14 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			// a sessionless session listens with subscriptions/listen instead.
 			opts = append(opts, transport.WithContinuousListening()) //nolint:staticcheck // the GET stream is how 2025-11-25 delivers list_changed; see above
 		}
-		if len(cfg.Headers) > 0 {
-			opts = append(opts, transport.WithHTTPHeaders(cfg.Headers))
+		target, headers := splitUserinfo(cfg.URL, cfg.Headers) // kept out of errors: see splitUserinfo
+		if len(headers) > 0 {
+			opts = append(opts, transport.WithHTTPHeaders(headers))
 		}
-		t, err := transport.NewStreamableHTTP(cfg.URL, opts...)
+		t, err := transport.NewStreamableHTTP(target, opts...)
 		if err != nil {
 			cancel()
-			return nil, fmt.Errorf("url: %w", err)
+			return nil, fmt.Errorf("url: %w", urlError(cfg.URL, err))
 		}
 		tr = t
 	case TypeSSE:
@@ -156,13 +157,14 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			// connect timeout.
 			opts = append(opts, transport.WithEndpointTimeout(d.connectTimeout))
 		}
-		if len(cfg.Headers) > 0 {
-			opts = append(opts, transport.WithHeaders(cfg.Headers))
+		target, headers := splitUserinfo(cfg.URL, cfg.Headers) // kept out of errors: see splitUserinfo
+		if len(headers) > 0 {
+			opts = append(opts, transport.WithHeaders(headers))
 		}
-		t, err := transport.NewSSE(cfg.URL, opts...)
+		t, err := transport.NewSSE(target, opts...)
 		if err != nil {
 			cancel()
-			return nil, fmt.Errorf("url: %w", err)
+			return nil, fmt.Errorf("url: %w", urlError(cfg.URL, err))
 		}
 		tr = t
 	case TypeInProcess:
@@ -202,7 +204,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		if cfg.Type == TypeStdio {
 			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 		}
-		return nil, fmt.Errorf("connect %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("connect %s: %w", redactURL(cfg.URL), err) // errors reach the model
 	}
 	if stdio != nil {
 		if cmdRef != nil && cmdRef.Process != nil {
