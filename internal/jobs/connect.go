@@ -92,12 +92,13 @@ func (c NATSConfig) Connect(name string, extra ...nats.Option) (*nats.Conn, erro
 	if url == "" {
 		url = DefaultURL
 	}
+	shown := redactURLs(url) // the error is printed (submit's stderr)
 	if err := c.checkFiles(); err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", shown, err)
 	}
 	nc, err := nats.Connect(url, append(c.Options(name), extra...)...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", shown, withoutCredentials(err, url))
 	}
 	return nc, nil
 }

@@ -105,6 +105,7 @@ func (c NATSConfig) ConnectWait(ctx context.Context, name string, log *slog.Logg
 		if err == nil {
 			return nc, nil
 		}
+		err = withoutCredentials(err, servers) // logged and returned
 		last = err
 		if !connectRetryable(err) {
 			return nil, backoff.Permanent(err)
@@ -223,23 +224,66 @@ func connectHint(err error) string {
 }
 
 // redactURLs is servers (comma-separated URLs) with any password replaced,
-// for logs and errors.
+// for logs and errors. It works on the text: a URL that does not parse is
+// quoted whole by nats.go's error (url.Parse's), and is redacted as well.
 func redactURLs(servers string) string {
 	parts := strings.Split(servers, ",")
 	for i, p := range parts {
-		p = strings.TrimSpace(p)
-		if u, err := url.Parse(p); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				p = u.Redacted()
-			} else {
-				u.User = url.User("xxxxx") // a bare user part may be a token
-				p = u.String()
-			}
-		}
-		parts[i] = p
+		parts[i] = redactURL(strings.TrimSpace(p))
 	}
 	return strings.Join(parts, ",")
 }
+
+// redactURL is one URL with its userinfo replaced: user:xxxxx@ for a
+// password, xxxxx@ for a bare user part (it may be a token).
+func redactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		scheme, rest = "", raw
+	} else {
+		scheme += "://"
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	shown := "xxxxx@"
+	if user, _, hasPass := strings.Cut(authority[:at], ":"); hasPass {
+		shown = user + ":xxxxx@"
+	}
+	return scheme + shown + rest[at+1:]
+}
+
+// withoutCredentials is err with the userinfo of servers' URLs redacted
+// in its text (a URL nats.go cannot parse is quoted whole). It still
+// wraps err, for errors.Is and errors.As.
+func withoutCredentials(err error, servers string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, p := range strings.Split(servers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			msg = strings.ReplaceAll(msg, p, redactURL(p))
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{err: err, msg: msg}
+}
+
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // topologyRetryable says whether a failed first topology setup may
 // succeed later: JetStream requests that went unanswered (the server
