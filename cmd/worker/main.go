@@ -278,7 +278,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			}
 		}()
 	}
-	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", s.OpenAI.BaseURL)
+	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", llm.RedactURL(s.OpenAI.BaseURL)) // a proxy's user:key@ stays out
 	return w.Run(ctx)
 }
 

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -138,6 +139,11 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		a.failed(err)
 		return nil, err
 	case err != nil:
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			// net/http hides a password, not a bare user part (a token);
+			// the error ends up in the job's state and events.
+			ue.URL = RedactURL(ue.URL)
+		}
 		err = fmt.Errorf("%w: %w", ErrConnection, err)
 		a.failed(err)
 		return nil, err

@@ -128,15 +128,20 @@ func normaliseBaseURL(base string) (string, error) {
 	if base == "" {
 		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "is required")
 	}
+	shown := RedactURL(base) // errors are printed and logged
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q is not a URL: %v", base, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the rest quotes base whole
+		}
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q is not a URL: %v", shown, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must be an absolute http(s) URL", base)
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must be an absolute http(s) URL", shown)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must not have a query or fragment", base)
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must not have a query or fragment", shown)
 	}
 	return strings.TrimRight(base, "/") + "/", nil
 }

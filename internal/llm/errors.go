@@ -86,8 +86,9 @@ func versionlessHint(status int, baseURL string) string {
 	if strings.Contains(p, "/v1") || strings.Contains(p, "/v2") || strings.Contains(p, "openai") {
 		return ""
 	}
+	shown := strings.TrimSuffix(RedactURL(baseURL), "/") // the job's error is stored and published
 	return fmt.Sprintf("the base URL %s names no API version: OpenAI-compatible servers serve the API under /v1, e.g. %s",
-		strings.TrimSuffix(baseURL, "/"), strings.TrimSuffix(baseURL, "/")+"/v1")
+		shown, shown+"/v1")
 }
 
 // Is makes errors.Is(err, ErrNonRetryable) true for non-retryable API errors.
