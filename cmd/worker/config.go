@@ -22,6 +22,7 @@ import (
 	"github.com/jetagent/jetagent/internal/envvars"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/redact"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -420,7 +421,7 @@ func (s Settings) validate() error {
 		return named(err, llmVars)
 	}
 	if s.OpenAI.APIKey == "" && strings.Contains(s.OpenAI.BaseURL, "api.openai.com") {
-		return bad("OPENAI_API_KEY", "is required for %s", llm.RedactURL(s.OpenAI.BaseURL))
+		return bad("OPENAI_API_KEY", "is required for %s", redact.URL(s.OpenAI.BaseURL))
 	}
 	if m := c.EmbeddingModel; m != "" && (strings.TrimSpace(m) != m || strings.ContainsFunc(m, unicode.IsControl)) {
 		return bad("JETAGENT_EMBEDDING_MODEL", "%q has leading or trailing spaces or control characters", m)

@@ -24,6 +24,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/redact"
 	"github.com/jetagent/jetagent/internal/telemetry"
 	"github.com/jetagent/jetagent/internal/textdist"
 	"github.com/jetagent/jetagent/internal/toolcache"
@@ -278,7 +279,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			}
 		}()
 	}
-	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", llm.RedactURL(s.OpenAI.BaseURL)) // a proxy's user:key@ stays out
+	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", redact.URL(s.OpenAI.BaseURL)) // a proxy's user:key@ stays out
 	return w.Run(ctx)
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // Waiting for NATS at start. A worker is often started before its NATS
@@ -229,33 +231,9 @@ func connectHint(err error) string {
 func redactURLs(servers string) string {
 	parts := strings.Split(servers, ",")
 	for i, p := range parts {
-		parts[i] = redactURL(strings.TrimSpace(p))
+		parts[i] = redact.URL(strings.TrimSpace(p))
 	}
 	return strings.Join(parts, ",")
-}
-
-// redactURL is one URL with its userinfo replaced: user:xxxxx@ for a
-// password, xxxxx@ for a bare user part (it may be a token).
-func redactURL(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		scheme, rest = "", raw
-	} else {
-		scheme += "://"
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return raw
-	}
-	shown := "xxxxx@"
-	if user, _, hasPass := strings.Cut(authority[:at], ":"); hasPass {
-		shown = user + ":xxxxx@"
-	}
-	return scheme + shown + rest[at+1:]
 }
 
 // withoutCredentials is err with the userinfo of servers' URLs redacted
@@ -268,7 +246,7 @@ func withoutCredentials(err error, servers string) error {
 	msg := err.Error()
 	for _, p := range strings.Split(servers, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			msg = strings.ReplaceAll(msg, p, redactURL(p))
+			msg = strings.ReplaceAll(msg, p, redact.URL(p))
 		}
 	}
 	if msg == err.Error() {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // Client sends chat-completions requests; openai-go retries them (see the
@@ -142,7 +144,7 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			// net/http hides a password, not a bare user part (a token);
 			// the error ends up in the job's state and events.
-			ue.URL = RedactURL(ue.URL)
+			ue.URL = redact.URL(ue.URL)
 		}
 		err = fmt.Errorf("%w: %w", ErrConnection, err)
 		a.failed(err)

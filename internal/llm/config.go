@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jetagent/jetagent/internal/cfgerr"
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // Defaults applied by New for zero Config fields.
@@ -128,7 +129,7 @@ func normaliseBaseURL(base string) (string, error) {
 	if base == "" {
 		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "is required")
 	}
-	shown := RedactURL(base) // errors are printed and logged
+	shown := redact.URL(base) // errors are printed and logged
 	u, err := url.Parse(base)
 	if err != nil {
 		var ue *url.Error

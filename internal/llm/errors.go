@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 var (
@@ -86,7 +88,7 @@ func versionlessHint(status int, baseURL string) string {
 	if strings.Contains(p, "/v1") || strings.Contains(p, "/v2") || strings.Contains(p, "openai") {
 		return ""
 	}
-	shown := strings.TrimSuffix(RedactURL(baseURL), "/") // the job's error is stored and published
+	shown := strings.TrimSuffix(redact.URL(baseURL), "/") // the job's error is stored and published
 	return fmt.Sprintf("the base URL %s names no API version: OpenAI-compatible servers serve the API under /v1, e.g. %s",
 		shown, shown+"/v1")
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jetagent/jetagent/internal/redact"
 	"github.com/jetagent/jetagent/internal/textdist"
 )
 
@@ -238,7 +239,7 @@ func (sc *ServerConfig) validate() error {
 			typ = TypeHTTP
 		}
 		if !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://") {
-			return fmt.Errorf("url: %q is not an http(s) URL", redactURL(sc.URL)) // expanded: may hold a secret
+			return fmt.Errorf("url: %q is not an http(s) URL", redact.URL(sc.URL)) // expanded: may hold a secret
 		}
 		if _, err := url.Parse(sc.URL); err != nil {
 			return fmt.Errorf("url: %w", urlError(sc.URL, err)) // url.Parse's own error quotes it whole

@@ -5,33 +5,9 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-)
 
-// redactURL is raw with its userinfo replaced, for messages: user:xxxxx@
-// for a password, xxxxx@ for a bare user part (often a token). It works on
-// the text, so a URL that does not parse (whose url.Parse error would quote
-// it whole) is redacted as well.
-func redactURL(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		scheme, rest = "", raw
-	} else {
-		scheme += "://"
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return raw
-	}
-	shown := "xxxxx@"
-	if user, _, hasPass := strings.Cut(authority[:at], ":"); hasPass {
-		shown = user + ":xxxxx@"
-	}
-	return scheme + shown + rest[at+1:]
-}
+	"github.com/jetagent/jetagent/internal/redact"
+)
 
 // splitUserinfo takes the userinfo out of an http(s) server's URL and
 // sends it as the Basic authorization net/http would have made of it
@@ -64,7 +40,7 @@ func splitUserinfo(raw string, headers map[string]string) (string, map[string]st
 func urlError(raw string, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: redactURL(raw), Err: ue.Err}
+		return &url.Error{Op: ue.Op, URL: redact.URL(raw), Err: ue.Err}
 	}
 	return err
 }

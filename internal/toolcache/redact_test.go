@@ -11,23 +11,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-func TestRedactURL(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"http://host:8080/mcp":              "http://host:8080/mcp",
-		"https://u:pw@host/mcp?x=1":         "https://u:xxxxx@host/mcp?x=1",
-		"https://tok3n@host/mcp":            "https://xxxxx@host/mcp",
-		"http://u:p@ss@host:x/mcp":          "http://u:xxxxx@host:x/mcp", // does not parse
-		"u:pw@host/mcp":                     "u:xxxxx@host/mcp",          // no scheme
-		"https://host/mcp/@scope/pkg":       "https://host/mcp/@scope/pkg",
-		"https://host/mcp?next=a@b.example": "https://host/mcp?next=a@b.example",
-	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // A server URL's userinfo (user:password@ or a token@, often expanded from
 // ${VAR}) is in no status, call error or config error: the status is
 // logged and printed by worker tools, and a call's error is shown to the

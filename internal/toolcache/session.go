@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/jetagent/jetagent/internal/journal"
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // legacyProtocol reports whether v is a protocol version negotiated with the
@@ -204,7 +205,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		if cfg.Type == TypeStdio {
 			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 		}
-		return nil, fmt.Errorf("connect %s: %w", redactURL(cfg.URL), err) // errors reach the model
+		return nil, fmt.Errorf("connect %s: %w", redact.URL(cfg.URL), err) // errors reach the model
 	}
 	if stdio != nil {
 		if cmdRef != nil && cmdRef.Process != nil {

@@ -1,12 +1,14 @@
-package llm
+package redact
 
 import "strings"
 
-// RedactURL is raw with its userinfo replaced, for logs and errors:
-// user:xxxxx@ for a password, xxxxx@ for a bare user part (often a token).
-// A base URL such as https://user:key@proxy/v1 authenticates to a proxy.
-// It works on the text, so a URL that does not parse is redacted as well.
-func RedactURL(raw string) string {
+// Mask stands for what was taken out.
+const Mask = "xxxxx"
+
+// URL is raw with its userinfo replaced: user:xxxxx@ for a password,
+// xxxxx@ for a bare user part (often a token). Anything else, a URL
+// without userinfo included, is returned as it is.
+func URL(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		scheme, rest = "", raw
@@ -21,9 +23,9 @@ func RedactURL(raw string) string {
 	if at < 0 {
 		return raw
 	}
-	shown := "xxxxx@"
+	shown := Mask + "@"
 	if user, _, hasPass := strings.Cut(authority[:at], ":"); hasPass {
-		shown = user + ":xxxxx@"
+		shown = user + ":" + Mask + "@"
 	}
 	return scheme + shown + rest[at+1:]
 }
