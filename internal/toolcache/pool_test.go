@@ -555,7 +555,10 @@ func TestStuckStdinWrite(t *testing.T) {
 		done <- err
 	}()
 	select {
-	case <-done: // its deadline, or the session killed under it
+	case err := <-done: // its deadline, or the session killed under it
+		if err == nil {
+			t.Fatal("a call to a server that does not read its stdin succeeded")
+		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a call to a server that does not read its stdin outlived its 500ms deadline by 20s")
 	}
