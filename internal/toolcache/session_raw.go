@@ -129,8 +129,12 @@ func (t *tapTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 // pipe's buffer would hold that caller, and every request after it (the
 // health checks included, so the server was never replaced), past any
 // deadline. A write given up on goes on until the server reads again or
-// the session is closed (which closes stdin under it).
+// the session is closed (which closes stdin under it). The other
+// transports honour ctx themselves, so only stdio pays for a goroutine.
 func (t *tapTransport) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if t.s.cfg.Type != TypeStdio {
+		return t.inner.SendRequest(ctx, req)
+	}
 	type answer struct {
 		resp *transport.JSONRPCResponse
 		err  error
