@@ -445,6 +445,12 @@ func (s Settings) validateEmbeddedAuth() error {
 		return errors.New("invalid NATS_CREDS: set but NATS_URL is not; the embedded NATS server does not " +
 			"support operator (JWT) mode: use NATS_USER and NATS_PASSWORD or NATS_TOKEN with it, or run " +
 			"nats-server in operator mode yourself and point NATS_URL at it")
+	case n.User != "" && n.Password == "" && n.Token == "":
+		// The embedded server would then let in anyone giving that user
+		// name with no password, beyond loopback too (the check below
+		// counts a user as authentication).
+		return errors.New("invalid NATS_USER: set without NATS_PASSWORD; the embedded NATS server would let in " +
+			"any client giving that user name: set NATS_PASSWORD too, or use NATS_TOKEN instead")
 	case n.CA != "" && n.Cert == "":
 		return errors.New("invalid NATS_CA: with NATS_URL unset it is the CA the embedded NATS verifies client " +
 			"certificates with, which needs NATS_CERT and NATS_KEY (the server's certificate)")

@@ -33,6 +33,10 @@ func TestEmbeddedAuthConfig(t *testing.T) {
 		{map[string]string{"JETAGENT_LISTEN": ":4222"}, []string{"JETAGENT_LISTEN=:4222", "not a loopback"}},
 		{map[string]string{"NATS_CREDS": "/etc/user.creds"}, []string{"NATS_CREDS", "NATS_URL", "operator"}},
 		{map[string]string{"NATS_CA": "/etc/ca.pem"}, []string{"NATS_CA", "NATS_CERT", "NATS_KEY"}},
+		// A user without a password authenticates nobody: any client
+		// giving the name got in, also on a network address.
+		{map[string]string{"NATS_USER": "agent"}, []string{"invalid NATS_USER", "NATS_PASSWORD"}},
+		{map[string]string{"JETAGENT_LISTEN": "0.0.0.0:4222", "NATS_USER": "agent"}, []string{"invalid NATS_USER", "NATS_PASSWORD"}},
 		// TLS alone encrypts but lets anyone in.
 		{map[string]string{"JETAGENT_LISTEN": "0.0.0.0:4222", "NATS_CERT": "hardening_test.go", "NATS_KEY": "hardening_test.go"},
 			[]string{"JETAGENT_LISTEN=0.0.0.0:4222"}},
