@@ -19,19 +19,24 @@ import (
 func classify(err error) error {
 	var api *llm.APIError
 	var netErr *net.OpError
+	// The kinds another attempt may fix come first: a journal write that
+	// ran out of its bound while NATS was away wraps the bound's
+	// context.DeadlineExceeded, and must not be taken for the job's own
+	// end (which the worker reads from the job's context, not from err,
+	// before it looks at Retryable).
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err // the worker knows why (cancel, timeout, shutdown)
+	case errors.Is(err, journal.ErrUnavailable): // NATS could not store an intent
+		return jobs.Retryable(err)
 	case errors.Is(err, llm.ErrTimeout), errors.Is(err, llm.ErrConnection):
 		return jobs.Retryable(err)
 	case errors.As(err, &api) && api.Retryable:
 		return jobs.Retryable(err)
 	case errors.As(err, &netErr): // the provider is unreachable
 		return jobs.Retryable(err)
-	case errors.Is(err, journal.ErrUnavailable): // NATS could not store an intent
-		return jobs.Retryable(err)
 	case errors.Is(err, agentloop.ErrReplyAbandoned): // finish_reason error or abort
 		return jobs.Retryable(err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err // the worker knows why (cancel, timeout, shutdown)
 	}
 	return err
 }
