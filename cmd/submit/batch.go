@@ -67,6 +67,9 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 		if err == nil {
 			err = f.apply(&j, false)
 		}
+		if err == nil {
+			err = checkGlobs(&j)
+		}
 		if err == nil && j.ID != "" {
 			if first, seen := idLine[j.ID]; seen {
 				// Submitted twice, it would run once and both lines would

@@ -120,6 +120,14 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"echo:x", "--queue"}, "flag needs an argument: --queue", "--queue"},
 		{[]string{"--file", "tasks.jsonl", "status"}, "--file and a task argument are exclusive", "exclusive"},
 		{[]string{"--meta", "novalue", "echo:x"}, `--meta "novalue": want key=value`, "novalue"},
+		// Batch flags without --file were ignored; 0 rounds was left out of
+		// the job; a bad glob failed the job on the worker.
+		{[]string{"--out", "r.jsonl", "echo:x"}, "--out applies to a batch: give --file FILE", "--file"},
+		{[]string{"echo:x", "--parallel", "3"}, "--parallel applies to a batch: give --file FILE", "--file"},
+		{[]string{"--max-rounds", "0", "echo:x"}, "--max-rounds must be at least 1 (got 0)", "max-rounds"},
+		{[]string{"--file", "tasks.jsonl", "--max-rounds", "-1"}, "--max-rounds must be at least 1 (got -1)", "max-rounds"},
+		{[]string{"--allow", "read_*,[", "echo:x"}, `--allow "read_*,[": bad glob "[": syntax error in pattern`, "--allow"},
+		{[]string{"--deny", `a\`, "echo:x"}, `bad glob "a\\": syntax error in pattern`, "--deny"},
 		{[]string{"watch"}, "watch takes one job id", "watch"},
 		{[]string{"cancel", "a", "b"}, "cancel takes one job id", "cancel"},
 	} {

@@ -65,6 +65,36 @@ func TestJobFileCheckedLikeTheWorker(t *testing.T) {
 		})
 	}
 
+	// A glob path.Match cannot read passes the schema; the worker would
+	// take the job and fail it at its start.
+	t.Run("bad glob", func(t *testing.T) {
+		for _, tc := range []struct{ file, want string }{
+			{`{"task":"echo:x","allow":["["]}`, `allow[0]: bad glob "[": syntax error in pattern`},
+			{`{"task":"echo:x","deny":["ok","a[b"]}`, `deny[1]: bad glob "a[b": syntax error in pattern`},
+		} {
+			job := filepath.Join(dir, "glob.json")
+			if err := os.WriteFile(job, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res := submitCmd(t, "", "--job", job, "--id", "jobfile-glob")
+			if res.code != 1 || !strings.Contains(res.stderr, "--job "+job+": "+tc.want) {
+				t.Errorf("%s: want exit 1 and %q\ngot %+v", tc.file, tc.want, res)
+			}
+			if st := submitCmd(t, "", "status", "jobfile-glob"); !strings.Contains(st.stderr, "job not found") {
+				t.Errorf("the refused job was published: %+v", st)
+			}
+			batch := filepath.Join(dir, "glob.jsonl")
+			if err := os.WriteFile(batch, []byte(`"echo:fine"`+"\n"+tc.file+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res = submitCmd(t, "", "--file", batch)
+			if res.code != 1 || !strings.Contains(res.stderr, "line 2: failed: "+tc.want) ||
+				!strings.Contains(res.stderr, "2 jobs: 1 succeeded, 1 did not") {
+				t.Errorf("batch %s: want line 2 refused with %q\ngot %+v", tc.file, tc.want, res)
+			}
+		}
+	})
+
 	t.Run("task from the command line completes a job file", func(t *testing.T) {
 		job := filepath.Join(dir, "no-task.json")
 		if err := os.WriteFile(job, []byte(`{"max_rounds":3,"metadata":{"k":"v"}}`), 0o600); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -156,7 +157,51 @@ func (f *jobFlags) apply(j *jobs.Job, override bool) error {
 	return nil
 }
 
+// check refuses flag values that would otherwise be dropped or reach a
+// worker that cannot use them, before anything is read or connected.
+func (f *jobFlags) check() error {
+	if f.file == "" {
+		for _, name := range []string{"out", "parallel"} {
+			if f.set[name] {
+				return usagef("--%s applies to a batch: give --file FILE (or drop --%s)", name, name)
+			}
+		}
+	}
+	if f.set["max-rounds"] && f.maxRounds < 1 {
+		// 0 would be left out of the job (the worker's default applies).
+		return usagef("--max-rounds must be at least 1 (got %d); leave it out for the worker's default", f.maxRounds)
+	}
+	for _, fl := range []struct{ name, globs string }{{"allow", f.allow}, {"deny", f.deny}} {
+		for _, g := range splitList(fl.globs) {
+			if _, err := path.Match(g, ""); err != nil {
+				return usagef("--%s %q: bad glob %q: %v", fl.name, fl.globs, g, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkGlobs refuses a job whose allow or deny glob path.Match (the
+// worker's matcher) cannot read: the worker would take the job and fail
+// it at its start with the same reason.
+func checkGlobs(j *jobs.Job) error {
+	for _, l := range []struct {
+		field string
+		globs []string
+	}{{"allow", j.Allow}, {"deny", j.Deny}} {
+		for i, g := range l.globs {
+			if _, err := path.Match(g, ""); err != nil {
+				return fmt.Errorf("%s[%d]: bad glob %q: %w", l.field, i, g, err)
+			}
+		}
+	}
+	return nil
+}
+
 func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
 	var err error
 	var jobData []byte
 	if f.jobFile != "" {
@@ -201,6 +246,9 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 	}
 	if base.Task == "" {
 		return 0, usagef("no task: give it as an argument, on stdin, or in --job")
+	}
+	if err := checkGlobs(base); err != nil { // the flags' were checked: these are --job's
+		return 0, fmt.Errorf("--job %s: %w", f.jobFile, err)
 	}
 	if f.set["id"] && base.ID == "" {
 		// --id "$ID" with $ID unset: a fresh ULID would queue the job again
