@@ -47,7 +47,10 @@ const aliveTimeout = 2 * time.Second
 
 // runningAttempt is a job running on this worker.
 type runningAttempt struct {
-	attempt int
+	// attempt is the attempt's number: the delivery count, or one more
+	// than an earlier attempt of the message already used (see
+	// Worker.run); set before claimed.
+	attempt atomic.Int64
 	cancel  context.CancelCauseFunc
 	fenced  *atomic.Bool
 	claimed atomic.Bool // the job's state names this attempt
@@ -76,7 +79,7 @@ func (w *Worker) onAlive(m *nats.Msg) {
 	if !ok || !r.claimed.Load() || r.fenced.Load() || m.Reply == "" {
 		return
 	}
-	b, _ := json.Marshal(aliveAnswer{JobID: id, Worker: w.cfg.WorkerID, Attempt: r.attempt})
+	b, _ := json.Marshal(aliveAnswer{JobID: id, Worker: w.cfg.WorkerID, Attempt: int(r.attempt.Load())})
 	_ = m.Respond(b)
 }
 
@@ -90,7 +93,11 @@ func (w *Worker) liveOwner(ctx context.Context, d delivery) (*aliveAnswer, error
 	if err != nil {
 		return nil, err
 	}
-	if cur.Status != StatusRunning || cur.StreamSeq != d.seq || cur.Attempt == d.attempt {
+	// Asked also when the state names this very attempt number: after a
+	// NATS server lost its record of a delivery (killed before its
+	// consumer state was saved, or the consumer recreated) the server
+	// hands out a count an attempt that may still run already has.
+	if cur.Status != StatusRunning || cur.StreamSeq != d.seq {
 		return nil, nil
 	}
 	return w.askAlive(ctx, d.id), nil

@@ -417,7 +417,8 @@ func (w *Worker) handle(queue string, msg jetstream.Msg) {
 		return
 	}
 	d := delivery{
-		msg: msg, queue: queue, attempt: int(md.NumDelivered), seq: md.Sequence.Stream, published: md.Timestamp,
+		msg: msg, queue: queue, attempt: int(md.NumDelivered), deliveries: int(md.NumDelivered),
+		seq: md.Sequence.Stream, published: md.Timestamp,
 	}
 	job, rejectErr := w.v.DecodeJob(msg.Data())
 	if rejectErr == nil {
@@ -449,11 +450,15 @@ type delivery struct {
 	queue   string
 	id      string
 	attempt int
-	seq     uint64
-	job     *Job
-	env     *runEnv
-	claimed bool // the state store says this attempt runs the job
-	started time.Time
+	// deliveries is the server's delivery count, which bounds the
+	// deliveries (MaxDeliver); attempt is one more than an earlier
+	// attempt's when the server counted again (see run).
+	deliveries int
+	seq        uint64
+	job        *Job
+	env        *runEnv
+	claimed    bool // the state store says this attempt runs the job
+	started    time.Time
 	// published is when the job was published (for the queue wait metric).
 	published time.Time
 	// log carries the job id and attempt on every line about the delivery.
@@ -670,7 +675,8 @@ func (w *Worker) run(d delivery) {
 	defer cancelJob(nil)
 	// Register before claiming: a cancel request that races the claim
 	// either finds the job here or changed the state the claim reads.
-	me := &runningAttempt{attempt: d.attempt, cancel: cancelJob, fenced: d.env.fenced}
+	me := &runningAttempt{cancel: cancelJob, fenced: d.env.fenced}
+	me.attempt.Store(int64(d.attempt))
 	w.mu.Lock()
 	_, here := w.running[d.id]
 	if !here {
@@ -710,8 +716,9 @@ func (w *Worker) run(d delivery) {
 	}
 	now := time.Now().UTC()
 	var tookOver bool
+	delivered, attempt := d.attempt, d.attempt
 	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
-		tookOver = false
+		tookOver, attempt = false, delivered
 		st := &State{CreatedAt: now}
 		if cur != nil {
 			switch {
@@ -734,9 +741,19 @@ func (w *Worker) run(d delivery) {
 				return nil, fmt.Errorf("%w (queue %s, submitted with Nats-Msg-Id %s): this copy is not run", errQueued, cur.Queue, d.id)
 			}
 			st = cur
-			tookOver = cur.Status == StatusRunning && (cur.Attempt != d.attempt || cur.Worker != w.cfg.WorkerID)
+			if cur.StreamSeq == d.seq && cur.Attempt >= attempt {
+				// An earlier attempt of this message already had this
+				// number: the server lost its record of a delivery (killed
+				// before it saved its consumer state, or the consumer was
+				// recreated) and counts again. Numbers stay unique per
+				// message, or this attempt would skip the journal (a first
+				// attempt has none), share its event ids with the earlier
+				// one (dropped as duplicates) and ignore its fence notice.
+				attempt = cur.Attempt + 1
+			}
+			tookOver = cur.Status == StatusRunning && (cur.Attempt != attempt || cur.Worker != w.cfg.WorkerID)
 		}
-		st.Queue, st.Status, st.Attempt, st.Worker = d.queue, StatusRunning, d.attempt, w.cfg.WorkerID
+		st.Queue, st.Status, st.Attempt, st.Worker = d.queue, StatusRunning, attempt, w.cfg.WorkerID
 		st.Task, st.StreamSeq, st.StartedAt = summary(d.job.Task), d.seq, now
 		return st, nil
 	})
@@ -765,6 +782,13 @@ func (w *Worker) run(d delivery) {
 		return
 	}
 
+	if attempt != delivered {
+		d.log.Warn("the server delivered the job with a count an earlier attempt had; running it as the next attempt",
+			"delivery_count", delivered, "as_attempt", attempt)
+		d.attempt, d.env.attempt = attempt, attempt
+		d.log = w.log.With("job", d.id, "attempt", attempt)
+		me.attempt.Store(int64(attempt))
+	}
 	d.claimed = true
 	me.claimed.Store(true)
 	if tookOver {
@@ -809,7 +833,7 @@ func (w *Worker) run(d delivery) {
 		w.handBack(d, out, EventRequeued, fmt.Sprintf("handed back: worker %s shut down", w.cfg.WorkerID), w.cfg.RequeueDelay)
 	case errors.Is(cause, errTimeout):
 		w.settle(d, out, StatusFailed, errTimeout.Error())
-	case IsRetryable(runErr) && d.attempt < w.cfg.Topology.MaxDeliver:
+	case IsRetryable(runErr) && d.deliveries < w.cfg.Topology.MaxDeliver:
 		w.handBack(d, out, EventRetry, oneLine(runErr.Error()), w.retryDelay(d.attempt))
 	case IsRetryable(runErr):
 		w.exhausted(d, runErr)
@@ -1158,8 +1182,8 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	}
 	if by := m.Header.Get(fenceHeader); by != "" {
 		// Another attempt took the job over (see fence.go).
-		if by != strconv.Itoa(r.attempt) {
-			w.log.Warn("job taken over; fencing this attempt", "job", id, "attempt", r.attempt, "by", by)
+		if mine := r.attempt.Load(); by != strconv.FormatInt(mine, 10) {
+			w.log.Warn("job taken over; fencing this attempt", "job", id, "attempt", mine, "by", by)
 			r.fence(fmt.Errorf("attempt %s took the job over", by))
 		}
 		return
