@@ -70,6 +70,30 @@ func TestHelpFromFlags(t *testing.T) {
 	}
 }
 
+// TestHelpOfNoCommand: help for a command that does not exist says so
+// (with the one meant) instead of printing the whole help, exit 0.
+func TestHelpOfNoCommand(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"help", "stauts"}, exitUsage, `submit: help: no command "stauts": did you mean submit help status?`},
+		{[]string{"help", "wach"}, exitUsage, "did you mean submit help watch?"},
+		{[]string{"help", "bogus"}, exitUsage, `no command "bogus" (commands: status, watch, transcript, cancel; see submit --help)`},
+		{[]string{"help", "submit"}, exitOK, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			res := runQuiet(tc.args...)
+			if res.code != tc.code || !strings.Contains(res.stderr, tc.want) || (tc.code == exitOK) != (res.stdout != "") {
+				t.Errorf("want exit %d and %q\ngot %+v", tc.code, tc.want, res)
+			}
+		})
+	}
+}
+
 // TestReadmeAgreesWithHelp: every flag and command README.md's examples
 // ("Using it") show is one the help lists.
 func TestReadmeAgreesWithHelp(t *testing.T) {

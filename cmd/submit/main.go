@@ -65,6 +65,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			help := cmds[0]
 			if len(args) > 1 {
 				help = findCommand(cmds, args[1])
+				if help == cmds[0] && args[1] != "submit" {
+					// "help stauts" printed the whole help, exit 0, as if asked for it.
+					var names []string
+					for _, k := range cmds[1:] {
+						names = append(names, k.name)
+					}
+					meant := ""
+					if best := textdist.Closest(args[1], names); best != "" {
+						meant = fmt.Sprintf(": did you mean submit help %s?", best)
+					}
+					fmt.Fprintf(stderr, "submit: help: no command %q%s (commands: %s; see submit --help)\n",
+						args[1], meant, strings.Join(names, ", "))
+					return exitUsage
+				}
 			}
 			c.usage(stdout, cmds, help)
 			return exitOK
