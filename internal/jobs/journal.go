@@ -21,6 +21,12 @@ import (
 // its slot and heartbeats until the job's timeout.
 const journalOpBound = 10 * time.Second
 
+// journalTryTimeout bounds one try within journalOpBound: a request the
+// server never answers (taken by a server killed before it stored it)
+// would otherwise spend the whole bound, though the server is back at
+// once and the next try would be answered.
+const journalTryTimeout = 3 * time.Second
+
 // journalKey is the KV key of a journal entry of job id.
 func journalKey(id, entry string) string { return id + ".j." + entry }
 
@@ -84,7 +90,9 @@ func (e *runEnv) boundedPut(ctx context.Context, key string, value []byte) error
 		if err := e.refuse(); err != nil {
 			return backoff.Permanent(err)
 		}
-		_, err := kv.Put(ctx, key, value)
+		tctx, cancel := context.WithTimeout(ctx, journalTryTimeout)
+		_, err := kv.Put(tctx, key, value)
+		cancel()
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return backoff.Permanent(err) // another try would not fit either
 		}
@@ -107,20 +115,40 @@ func (e *runEnv) LoadJournal(ctx context.Context) (map[string][]byte, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, journalOpBound)
 	defer cancel()
+	var out map[string][]byte
+	op := func() error {
+		tctx, cancel := context.WithTimeout(ctx, journalTryTimeout)
+		defer cancel()
+		var err error
+		out, err = e.loadJournal(tctx)
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, time.Second
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		return nil, fmt.Errorf("load journal of %s: %w", e.jobID, err)
+	}
+	return out, nil
+}
+
+// loadJournal is one try of LoadJournal: a watch of the job's keys until
+// their initial values are in (a watch whose consumer the server lost
+// would wait for ever, so ctx bounds the try).
+func (e *runEnv) loadJournal(ctx context.Context) (map[string][]byte, error) {
 	prefix := journalKey(e.jobID, "")
 	w, err := e.w.topo.Journal.WatchFiltered(ctx, []string{prefix + ">"}, jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("load journal of %s: %w", e.jobID, err)
+		return nil, err
 	}
 	defer w.Stop() //nolint:errcheck // the watcher's subscription only
 	out := map[string][]byte{}
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("load journal of %s: %w", e.jobID, ctx.Err())
+			return nil, ctx.Err()
 		case ent, ok := <-w.Updates():
 			if !ok {
-				return nil, fmt.Errorf("load journal of %s: watcher stopped", e.jobID)
+				return nil, errors.New("watcher stopped")
 			}
 			if ent == nil { // the initial values are all in
 				return out, nil
@@ -129,7 +157,7 @@ func (e *runEnv) LoadJournal(ctx context.Context) (map[string][]byte, error) {
 			if ref, ok := isCheckpointRef(v); ok {
 				e.noteJournalObject(ref.Object)
 				if v, err = e.w.topo.Transcripts.GetBytes(ctx, ref.Object); err != nil {
-					return nil, fmt.Errorf("load journal of %s: %s: %w", e.jobID, ref.Object, err)
+					return nil, fmt.Errorf("%s: %w", ref.Object, err)
 				}
 			}
 			out[strings.TrimPrefix(ent.Key(), prefix)] = v
