@@ -23,15 +23,41 @@ import (
 const defaultTask = "What is the weather in Lisbon right now, and what is 19.5 + 22.5?"
 
 func main() {
-	task := flag.String("task", defaultTask, "the task to submit")
-	keep := flag.Bool("keep", false, "keep the temporary directory (NATS store, MCP config)")
-	flag.Parse()
+	task, keep, err := parseArgs(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *task, *keep); err != nil {
+	if err := run(ctx, task, keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
+}
+
+// parseArgs reads the flags. An empty --task (the demo then started a
+// worker only for submit to refuse it) and words beside the flags (a task
+// given without --task was ignored, and the default task ran) are refused.
+func parseArgs(args []string, stderr io.Writer) (task string, keep bool, err error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&task, "task", defaultTask, "the task to submit")
+	fs.BoolVar(&keep, "keep", false, "keep the temporary directory (NATS store, MCP config)")
+	if err := fs.Parse(args); err != nil {
+		return "", false, err
+	}
+	if fs.NArg() > 0 {
+		return "", false, fmt.Errorf("unexpected argument %q: give the task with --task %q (see demo -h)",
+			fs.Arg(0), strings.Join(fs.Args(), " "))
+	}
+	if strings.TrimSpace(task) == "" {
+		return "", false, errors.New("--task is empty: give a task, or leave --task out for the default one")
+	}
+	return task, keep, nil
 }
 
 func run(ctx context.Context, task string, keep bool) error {
@@ -111,8 +137,9 @@ func run(ctx context.Context, task string, keep bool) error {
 
 	id := fmt.Sprintf("demo-%d", time.Now().Unix())
 	submitEnv := append(os.Environ(), "NATS_URL="+natsURL)
-	fmt.Printf("\n$ NATS_URL=%s bin/submit --id %s %q\n", natsURL, id, task)
-	if err := runCmd(ctx, submitEnv, filepath.Join(bin, "submit"), "--id", id, task); err != nil {
+	fmt.Printf("\n$ NATS_URL=%s bin/submit --id %s -- %q\n", natsURL, id, task)
+	// After "--" a task that looks like a flag or a command ("-v", "status x") is still the task.
+	if err := runCmd(ctx, submitEnv, filepath.Join(bin, "submit"), "--id", id, "--", task); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
 	fmt.Printf("\n$ NATS_URL=%s bin/submit transcript %s\n", natsURL, id)
