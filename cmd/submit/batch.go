@@ -20,6 +20,8 @@ import (
 	"github.com/jetagent/jetagent/internal/jobs"
 )
 
+var utf8BOM = []byte("\ufeff")
+
 // batchLine is one line of a batch file, parsed.
 type batchLine struct {
 	n   int
@@ -55,8 +57,15 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 			// long", no line number); the line is refused by its number
 			// like any other that is not valid, and the rest still run.
 			err = fmt.Errorf("%w: line of %d bytes, limit %d", jobs.ErrTooLarge, size, c.settings.MaxJobBytes)
+		case bytes.HasPrefix(b, utf8BOM):
+			// Editors that save UTF-8 "with signature" put one before the
+			// first line; the line looked right and was refused as neither
+			// an object nor a string.
+			err = errors.New("the line starts with a UTF-8 byte order mark (an editor's \"UTF-8 with BOM\"): save the file without it")
 		case b[0] == '"':
-			err = json.Unmarshal(b, &j.Task)
+			if err = json.Unmarshal(b, &j.Task); err != nil {
+				err = fmt.Errorf("task is not a JSON string: %w", err)
+			}
 		case b[0] == '{':
 			if _, err = c.decodeJob(b, false); err == nil {
 				err = json.Unmarshal(b, &j) // over the defaults: the line's fields win

@@ -167,6 +167,17 @@ func TestBatchHostileLines(t *testing.T) {
 			6: "duplicate job id: id hl-1 is also on line 1",
 			8: "queued",
 		}, "5 jobs: 2 submitted, 3 not"},
+		{"encodings", []string{
+			"\ufeff\"a task after a byte order mark\"",
+			`"unterminated`,
+			`"two" "strings"`,
+			`"fine"`,
+		}, map[int]string{
+			1: "the line starts with a UTF-8 byte order mark",
+			2: "task is not a JSON string: unexpected end of JSON input",
+			3: "task is not a JSON string: invalid character",
+			4: "queued",
+		}, "4 jobs: 1 submitted, 3 not"},
 		{"a line longer than any job", []string{
 			`{"id":"hl-before","task":"echo:x","queue":"parked"}`, huge, `{"id":"hl-after","task":"echo:x","queue":"parked"}`,
 		}, map[int]string{1: "queued", 2: "job too large: line of 17825818 bytes, limit 4096", 3: "queued"},
