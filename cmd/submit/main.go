@@ -208,7 +208,11 @@ func (c *cli) loadEnv() error {
 	if err := envconfig.Process("JETAGENT", &c.settings); err != nil {
 		var pe *envconfig.ParseError
 		if errors.As(err, &pe) {
-			return fmt.Errorf("invalid %s=%q: want %s", pe.KeyName, pe.Value, pe.TypeName)
+			want := pe.TypeName
+			if want == "int" { // its one number, JETAGENT_MAX_JOB_BYTES, in words rather than Go's
+				want = "an integer (bytes)"
+			}
+			return fmt.Errorf("invalid %s=%q: want %s", pe.KeyName, pe.Value, want)
 		}
 		return err
 	}

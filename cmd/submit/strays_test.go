@@ -58,3 +58,22 @@ func TestStrayVariableExit(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// TestBadVariableValue: a value of the wrong kind stops submit before it
+// connects, saying what the variable takes in words ("want int" before).
+func TestBadVariableValue(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	t.Setenv("NATS_URL", "nats://127.0.0.1:1") // nothing listens: a connection attempt would fail otherwise
+	for _, tc := range []struct{ value, want string }{
+		{"1MiB", `invalid JETAGENT_MAX_JOB_BYTES="1MiB": want an integer (bytes)`},
+		{"10", "invalid JETAGENT_MAX_JOB_BYTES: must be at least 1024 (got 10)"},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			t.Setenv("JETAGENT_MAX_JOB_BYTES", tc.value)
+			res := submitCmd(t, "", "hello")
+			if res.code != 2 || !strings.Contains(res.stderr, tc.want) || strings.Contains(res.stderr, "connect") {
+				t.Fatalf("want exit 2 and %q\n got %+v", tc.want, res)
+			}
+		})
+	}
+}

@@ -293,6 +293,24 @@ func loadToolSettings() (Settings, error) {
 	return s, s.validateTools()
 }
 
+// typeWords is what a variable of a Go type takes, in an operator's words
+// ("want []time.Duration" said it in Go's).
+func typeWords(goType string) string {
+	switch goType {
+	case "int", "int32", "int64":
+		return "an integer"
+	case "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "time.Duration":
+		return "a duration such as 30s, 5m or 1h"
+	case "[]time.Duration":
+		return "durations separated by commas, such as 30s,1m,5m"
+	}
+	return goType
+}
+
 // readSettings reads the environment over the libraries' defaults.
 func readSettings() (Settings, error) {
 	s := defaultSettings()
@@ -303,10 +321,13 @@ func readSettings() (Settings, error) {
 		if err := envconfig.Process(p.prefix, p.spec); err != nil {
 			var pe *envconfig.ParseError
 			if errors.As(err, &pe) {
-				return s, fmt.Errorf("invalid %s=%q: want %s (%w)", pe.KeyName, pe.Value, pe.TypeName, pe.Err)
+				return s, fmt.Errorf("invalid %s=%q: want %s (%w)", pe.KeyName, pe.Value, typeWords(pe.TypeName), pe.Err)
 			}
 			return s, err
 		}
+	}
+	for i, q := range s.Queues { // "a, b" as other comma-separated variables (NATS_URL) take it
+		s.Queues[i] = strings.TrimSpace(q)
 	}
 	_, s.maxJobBytesSet = os.LookupEnv(envPrefix + "_MAX_JOB_BYTES")
 	strays, err := strayVars(os.Environ(), &s)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -108,6 +109,33 @@ func TestHelpListsEveryVariable(t *testing.T) {
 	}
 }
 
+// TestQueuesTakeSpaces: "a, b" was refused (`" b" must match ...`) where
+// NATS_URL and JETAGENT_CONTENT_CALLS take a space after a comma.
+func TestQueuesTakeSpaces(t *testing.T) {
+	// Not parallel: it sets environment variables.
+	for _, tc := range []struct {
+		env  string
+		want []string
+	}{
+		{"a,b", []string{"a", "b"}},
+		{"a, b", []string{"a", "b"}},
+		{" fast ,slow", []string{"fast", "slow"}},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv("OPENAI_API_KEY", "sk-test")
+			t.Setenv("JETAGENT_DATA_DIR", t.TempDir())
+			t.Setenv("JETAGENT_QUEUES", tc.env)
+			s, err := loadSettings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(s.Queues, tc.want) {
+				t.Errorf("queues %q, want %q", s.Queues, tc.want)
+			}
+		})
+	}
+}
+
 func TestInvalidConfigNamesTheVariable(t *testing.T) {
 	// Not parallel: it sets environment variables.
 	files := t.TempDir()
@@ -123,7 +151,13 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"JETAGENT_CONCURRENCY": "many"}, `invalid JETAGENT_CONCURRENCY="many"`},
+		{map[string]string{"JETAGENT_CONCURRENCY": "many"}, `invalid JETAGENT_CONCURRENCY="many": want an integer (`},
+		// The value's kind in an operator's words, not Go's ([]time.Duration).
+		{map[string]string{"JETAGENT_BACKOFF": "30s, 1m"},
+			`invalid JETAGENT_BACKOFF="30s, 1m": want durations separated by commas, such as 30s,1m,5m (time: invalid duration " 1m")`},
+		{map[string]string{"JETAGENT_SHUTDOWN_GRACE": "5"}, `invalid JETAGENT_SHUTDOWN_GRACE="5": want a duration such as 30s, 5m or 1h (`},
+		{map[string]string{"JETAGENT_PPROF": "yes"}, `invalid JETAGENT_PPROF="yes": want true or false (`},
+		{map[string]string{"JETAGENT_EMBEDDING_WEIGHT": "high"}, `invalid JETAGENT_EMBEDDING_WEIGHT="high": want a number (`},
 		{map[string]string{"JETAGENT_CONCURRENCY": "0"}, "invalid JETAGENT_CONCURRENCY: must be at least 1"},
 		{map[string]string{"JETAGENT_ACK_WAIT": "5"}, `invalid JETAGENT_ACK_WAIT="5"`},
 		{map[string]string{"JETAGENT_HEARTBEAT": "1m"}, "invalid JETAGENT_HEARTBEAT"},
