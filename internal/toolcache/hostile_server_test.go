@@ -26,6 +26,8 @@ import (
 //	hugelist      12,000 tools
 //	bigschema     one tool with a 5 MB input schema
 //	bigresult     tools/call answers 10 MiB of text
+//	endlessresult tools/call answers a line that does not end (up to 1 GiB)
+//	endlessinit   initialize is answered so
 //	names         tool names that collide after sanitising, unicode, spaces,
 //	              200 characters, a duplicate, an empty name
 //	oddresults    tools/call answers isError without content, content of an
@@ -61,6 +63,21 @@ func serveHostile(mode string) int {
 		defer mu.Unlock()
 		_, _ = out.Write(b)
 		_ = out.WriteByte('\n')
+		_ = out.Flush()
+	}
+	// endless writes the start of an answer to id and then up to 1 GiB
+	// without a newline: at most that, so that a client without a bound
+	// fails the test rather than the machine.
+	endless := func(id json.RawMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, id)
+		chunk := strings.Repeat("x", 1<<20)
+		for range 1024 {
+			if _, err := out.WriteString(chunk); err != nil {
+				return
+			}
+		}
 		_ = out.Flush()
 	}
 	raw := func(s string) {
@@ -149,6 +166,10 @@ func serveHostile(mode string) int {
 		reply := func(result any) { send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result}) }
 		switch req.Method {
 		case "initialize":
+			if mode == "endlessinit" {
+				endless(req.ID)
+				return 0
+			}
 			if mode == "garbage" {
 				raw("this is not JSON\n{\"jsonrpc\":\"2.0\",\"id\":\n\x00\x01\x02 binary\n[1,2,3]\n\"a string\"\n{}\n")
 			}
@@ -170,6 +191,9 @@ func serveHostile(mode string) int {
 			}
 		case "tools/call":
 			switch {
+			case mode == "endlessresult":
+				endless(req.ID)
+				return 0
 			case mode == "bigresult":
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("0123456789", 1<<20)}}})
 			case fmt.Sprint(req.Params.Arguments["text"]) == "lists":

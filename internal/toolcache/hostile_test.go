@@ -266,6 +266,28 @@ func TestHostileStdioServers(t *testing.T) {
 				t.Fatalf("result: %d bytes, %v", len(res.Text), err)
 			}
 		}},
+		// A line without end: mcp-go reads stdout a whole line at a time,
+		// and the worker's memory grew with it (1 GiB here; without end
+		// from a server printing a binary file).
+		{mode: "endlessresult", check: func(t *testing.T, p *Pool, v *View, logs logRecords, _ string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // 64 MiB under -race and load
+			defer cancel()
+			_, err := v.CallTool(ctx, "bad__echo", json.RawMessage(`{"text":"x"}`))
+			if err == nil || !strings.Contains(err.Error(), "64 MiB") {
+				t.Fatalf("call: %v, want the message bound", err)
+			}
+			t.Logf("call: %v", err)
+			// The server is replaced, not left writing, and the log says why.
+			if r := logs.next(t, "MCP session lost; reconnecting", time.Minute); !strings.Contains(attr(r, "err").String(), "64 MiB") {
+				t.Errorf("session lost: %v", attr(r, "err"))
+			}
+		}},
+		{mode: "endlessinit", settings: func(s *Settings) { s.ConnectTimeout = 60 * time.Second }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			if st := statusOf(p, "bad"); st.State == StateReady || !strings.Contains(st.Error, "64 MiB") {
+				t.Errorf("status = %+v, want the message bound", st)
+			}
+			t.Logf("status: %s", statusOf(p, "bad").Error)
+		}},
 		{mode: "names", check: func(t *testing.T, p *Pool, v *View, logs logRecords, _ string) {
 			// The nameless tool is left out, and said to be; the rest stay.
 			if r := logs.next(t, "MCP tool definitions left out", 10*time.Second); !strings.Contains(attr(r, "err").String(), "without a name") {

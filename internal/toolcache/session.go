@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +55,7 @@ type session struct {
 	// exiting (markDead runs on the stderr watcher): hence atomic.
 	onDead atomic.Pointer[func(*session)]
 
+	proc   *stdioProc    // a stdio server's process
 	stderr *tailBuffer   // a child's stderr, complete once exited is closed
 	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
 	pid    int
@@ -112,20 +112,30 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		cancel: cancel,
 	}
 	var tr transport.Interface
-	var stdio *transport.Stdio
-	var cmdRef *exec.Cmd
 	switch cfg.Type {
 	case TypeStdio:
-		stdio = transport.NewStdioWithOptions(cfg.Command, envList(cfg.Env), cfg.Args,
-			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-				cmd := exec.CommandContext(ctx, command, args...)
-				cmd.Env = childEnv(env) // never the worker's secrets: see childenv.go
-				cmd.Dir = cfg.Cwd
-				cmd.SysProcAttr = childProcAttr()
-				cmdRef = cmd
-				return cmd, nil
-			}),
-			transport.WithCommandLogger(d.logger))
+		// Started here, not by mcp-go: see stdio_proc.go.
+		stdio, proc, err := startStdio(procCtx, cfg, d.logger, func() {
+			s.tooLarge.Store(true)
+			s.markDead(fmt.Errorf("the server wrote a line (one message) over %d MiB", maxMessageBytes>>20))
+		})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
+		}
+		s.proc = proc
+		s.pid = proc.cmd.Process.Pid
+		s.stderr = &tailBuffer{max: 4096}
+		// The child's stderr reaches EOF when it exits: that is how a crash
+		// is noticed even when no request is in flight. Once exited is
+		// closed, s.stderr holds all there was.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_, _ = io.Copy(s.stderr, proc.stderr)
+			close(s.exited)
+			s.markDead(errors.New("server process exited"))
+		}()
 		tr = stdio
 	case TypeHTTP:
 		// Each session has its own connection pool: see newHTTPClient.
@@ -206,26 +216,6 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
 		}
 		return nil, fmt.Errorf("connect %s: %w", redact.URL(cfg.URL), err) // errors reach the model
-	}
-	if stdio != nil {
-		if cmdRef != nil && cmdRef.Process != nil {
-			s.pid = cmdRef.Process.Pid
-		}
-		// The child's stderr reaches EOF when it exits: that is how a crash
-		// is noticed even when no request is in flight. It is read here from
-		// mcp-go's buffer, not through WithCommandStderrWriter, whose copy
-		// runs on a goroutine of its own that may still be writing when EOF
-		// is seen: once exited is closed, s.stderr holds all there was.
-		if r := stdio.Stderr(); r != nil {
-			s.stderr = &tailBuffer{max: 4096}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				_, _ = io.Copy(s.stderr, r)
-				close(s.exited)
-				s.markDead(errors.New("server process exited"))
-			}()
-		}
 	}
 	// An SSE stream that ends takes the session with it; mcp-go reports that
 	// here (its in-flight requests fail only with untyped errors).
@@ -445,7 +435,12 @@ func (s *session) close() error {
 			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 		}
 		if s.c != nil {
-			s.closeErr = s.c.Close()
+			s.closeErr = s.c.Close() // a stdio server's stdin closed: its cue to exit
+		}
+		if s.proc != nil {
+			if err := s.proc.end(); s.closeErr == nil {
+				s.closeErr = err
+			}
 		}
 		if s.http != nil {
 			s.http.CloseIdleConnections()
@@ -453,6 +448,18 @@ func (s *session) close() error {
 		s.cancel()
 		if s.pid > 0 {
 			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		}
+		if s.proc != nil {
+			// The group is dead; a process outside it may still hold the
+			// pipes: stderr gets a moment to be read to its end.
+			t := time.NewTimer(time.Second)
+			select {
+			case <-s.exited:
+			case <-t.C:
+			}
+			t.Stop()
+			_ = s.proc.stdout.Close()
+			_ = s.proc.stderr.Close()
 		}
 		s.bgMu.Lock()
 		s.closing = true
