@@ -77,7 +77,7 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 			err = f.apply(&j, false)
 		}
 		if err == nil {
-			err = checkGlobs(&j)
+			err = checkJob(&j)
 		}
 		if err == nil && j.ID != "" {
 			if first, seen := idLine[j.ID]; seen {

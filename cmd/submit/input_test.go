@@ -224,3 +224,46 @@ func TestResubmitFinishedID(t *testing.T) {
 		}
 	}
 }
+
+// TestNoServers: --servers "" (or "servers": [] in a job file or a batch
+// line) asks for no MCP servers. jobs.Job's omitempty dropped the empty
+// list, so the job reached the worker without it, which gives it every
+// server. Until jobs.Job keeps it, submit refuses such a job; once it
+// does, the worker must see none.
+func TestNoServers(t *testing.T) {
+	startWorker(t)
+	dir := t.TempDir()
+	job := filepath.Join(dir, "none.json")
+	batch := filepath.Join(dir, "none.jsonl")
+	for _, f := range []string{job, batch} {
+		if err := os.WriteFile(f, []byte(`{"task":"servers:","servers":[]}`+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		refused int // exit status while the list cannot be sent
+	}{
+		{"flag", []string{"--servers", "", "servers:"}, exitUsage},
+		{"job file", []string{"--job", job}, exitFailed},
+		{"batch line", []string{"--file", batch, "--json"}, exitFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := submitCmd(t, "", tc.args...)
+			if emptyServersKept {
+				if res.code != exitOK || !strings.Contains(res.stdout, "none") {
+					t.Errorf("want the job run with no servers\ngot %+v", res)
+				}
+				return
+			}
+			if res.code != tc.refused || !strings.Contains(res.stderr, "(no MCP servers) cannot be sent") ||
+				strings.Contains(res.stdout, "all") {
+				t.Errorf("want exit %d, refused before publishing\ngot %+v", tc.refused, res)
+			}
+		})
+	}
+	if res := submitCmd(t, "", "servers:"); res.code != exitOK || res.stdout != "all\n" {
+		t.Errorf("no --servers: want every server, got %+v", res)
+	}
+}

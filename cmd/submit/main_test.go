@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, natstest.GoleakOptions()...)
 }
 
-// echoRunner answers "echo:X" with X, fails "fail:X", blocks on "block".
+// echoRunner answers "echo:X" with X, fails "fail:X", blocks on "block",
+// answers "servers:" with the job's servers ("all" when it names none).
 type echoRunner struct {
 	mu   sync.Mutex
 	runs map[string]int
@@ -39,6 +40,16 @@ func (r *echoRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*
 	r.runs[job.ID]++
 	r.mu.Unlock()
 	verb, arg, _ := strings.Cut(job.Task, ":")
+	if verb == "servers" { // "servers:" answers the servers the job asks for
+		switch {
+		case job.Servers == nil:
+			arg = "all"
+		case len(job.Servers) == 0:
+			arg = "none"
+		default:
+			arg = strings.Join(job.Servers, ",")
+		}
+	}
 	switch verb {
 	case "fail":
 		return nil, errors.New(arg)
