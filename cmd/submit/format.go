@@ -31,7 +31,7 @@ func formatEvent(ev jobs.Event) string {
 		return ""
 	}
 	round := ""
-	if ev.Round > 0 {
+	if ev.Round > 0 && ev.Type != "loop.outcome" { // its Round counts the completed tool rounds, which the line says
 		round = fmt.Sprintf("round %d: ", ev.Round)
 	}
 	var what string

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+)
+
+// TestFormatEventRounds: an event of a round says which; loop.outcome,
+// whose Round is the number of completed tool rounds, printed "round 1:"
+// after a job's second round.
+func TestFormatEventRounds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		ev         jobs.Event
+		want, lack string
+	}{
+		{jobs.Event{Type: "llm.request", Round: 2, Data: json.RawMessage(`{"message_count":3,"tool_count":7,"tool_def_tokens":571,"mode":"full"}`)},
+			"llm.request      round 2: asking the model (3 messages, 7 tools = 571 tokens, full mode)", ""},
+		{jobs.Event{Type: "loop.outcome", Round: 1, Data: json.RawMessage(`{"stop_reason":"final_answer","rounds":1,"prompt_tokens":842,"completion_tokens":65}`)},
+			"loop.outcome     final_answer after 1 tool rounds, 842 prompt + 65 completion tokens", "round 1:"},
+		{jobs.Event{Type: "loop.outcome", Data: json.RawMessage(`{"stop_reason":"final_answer","rounds":0,"prompt_tokens":9,"completion_tokens":1}`)},
+			"loop.outcome     final_answer after 0 tool rounds", "round 0:"},
+	} {
+		t.Run(tc.ev.Type, func(t *testing.T) {
+			t.Parallel()
+			tc.ev.Time = time.Now()
+			got := formatEvent(tc.ev)
+			if !strings.Contains(got, tc.want) || (tc.lack != "" && strings.Contains(got, tc.lack)) {
+				t.Errorf("got %q\nwant %q without %q", got, tc.want, tc.lack)
+			}
+		})
+	}
+}
