@@ -63,6 +63,8 @@ func formatEvent(ev jobs.Event) string {
 		} else {
 			what = fmt.Sprintf("%s → %s (%vms)", name, oneLine(str("output"), 200), get("duration_ms"))
 		}
+	case "tool.clash": // a client tool named like a tool of the job's servers
+		what = fmt.Sprintf("%s: %s's tool is used, the client tool of that name is left out", str("name"), str("server"))
 	case "tool.validation_failed":
 		what = fmt.Sprintf("%s: invalid arguments: %v", str("name"), get("errors"))
 	case "loop.outcome":

@@ -11,7 +11,7 @@ import (
 
 // TestFormatEventRounds: an event of a round says which; loop.outcome,
 // whose Round is the number of completed tool rounds, printed "round 1:"
-// after a job's second round.
+// after a job's second round. tool.clash was printed as raw JSON.
 func TestFormatEventRounds(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -22,6 +22,8 @@ func TestFormatEventRounds(t *testing.T) {
 			"llm.request      round 2: asking the model (3 messages, 7 tools = 571 tokens, full mode)", ""},
 		{jobs.Event{Type: "loop.outcome", Round: 1, Data: json.RawMessage(`{"stop_reason":"final_answer","rounds":1,"prompt_tokens":842,"completion_tokens":65}`)},
 			"loop.outcome     final_answer after 1 tool rounds, 842 prompt + 65 completion tokens", "round 1:"},
+		{jobs.Event{Type: "tool.clash", Data: json.RawMessage(`{"name":"add","server":"example","winner":"server"}`)},
+			"tool.clash       add: example's tool is used, the client tool of that name is left out", "{"},
 		{jobs.Event{Type: "loop.outcome", Data: json.RawMessage(`{"stop_reason":"final_answer","rounds":0,"prompt_tokens":9,"completion_tokens":1}`)},
 			"loop.outcome     final_answer after 0 tool rounds", "round 0:"},
 	} {
