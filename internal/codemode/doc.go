@@ -104,13 +104,14 @@
 // exhaust the Go stack (and kill the process, which no recover stops)
 // goes through those guards or the call-stack limit.
 //
-// What remains: a native built-in that runs long without allocating,
-// chiefly a regular expression with catastrophic backtracking (goja's
-// regexp2 engine has only a process-wide timeout, shared with the
-// tokenizer's use of regexp2), ignores the interrupt. Run then
-// waits a grace period (2 s), closes the Host off and returns with the
-// limit's error; the abandoned runtime keeps a CPU until the built-in
-// returns, and then stops at its next instruction. Run never returns
+// What remains: a native built-in that runs long without allocating
+// ignores the interrupt. Run then waits a grace period (2 s), closes the
+// Host off and returns with the limit's error; the abandoned runtime keeps
+// a CPU until the built-in returns, and then stops at its next
+// instruction. The chief such built-in, a regular expression with
+// catastrophic backtracking, returns within 30 s: goja's regexp2 engine
+// has only a process-wide match timeout, which this package sets at init
+// (regexp.go); a match that reaches it counts as no match. Run never returns
 // while a Host call is in progress, and never calls the Host after it
 // returned, so Host.Call must honour its context. For a hard memory or
 // CPU bound, run code mode in a child process with rlimits.

@@ -83,6 +83,9 @@ func GoleakOptions(more ...goleak.Option) []goleak.Option {
 		// accept loops too).
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).flushStreamStateLoop"),
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server/ats.Register.func1"),
+		// regexp2's clock, which codemode's match bound starts: it stops
+		// by itself a second after the last match's deadline (30 s on).
+		goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"),
 	}, more...)
 }
 
