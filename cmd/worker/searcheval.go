@@ -68,7 +68,9 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	}
 	items, err := toolcache.LoadEvalItems(files[0])
 	if err != nil {
-		return err
+		// Files in the wrong order ("search-eval CATALOG QUERIES") said only
+		// "catalog.json line 1: unexpected end of JSON input".
+		return fmt.Errorf("search-eval: queries file (the first file: one {\"query\", \"gold_tools\"} a line): %w", err)
 	}
 	if *half != "" {
 		want := map[string]int{"choose": 0, "report": 1}

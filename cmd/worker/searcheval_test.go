@@ -93,6 +93,15 @@ func TestSearchEval(t *testing.T) {
 	if code := run([]string{"search-eval", queries}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "at least one catalog") {
 		t.Errorf("no catalog: exit %d, %s", code, errb.String())
 	}
+	// The files in the wrong order: the catalog read as the queries said
+	// only "weather.json line 1: ..." before.
+	out.Reset()
+	errb.Reset()
+	pretty := write("pretty.json", "{\n  \"server\": \"weather\",\n  \"tools\": []\n}\n")
+	if code := run([]string{"search-eval", pretty, queries}, &out, &errb); code == 0 ||
+		!strings.Contains(errb.String(), `search-eval: queries file (the first file: one {"query", "gold_tools"} a line): `) {
+		t.Errorf("files swapped: exit %d, %s", code, errb.String())
+	}
 	// Two captures of one server: its tools are indexed once (the first
 	// file's), so that the catalog has 3 tools, not 4, and a note says so.
 	out.Reset()
