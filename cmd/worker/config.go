@@ -380,7 +380,28 @@ func strayVars(environ []string, s *Settings) ([]strayNote, error) {
 			}
 		}
 	}
+	// The embedded server's own settings do nothing beside NATS_URL: a
+	// JETAGENT_LISTEN=0.0.0.0:4222 meant to open the worker to the network
+	// went unnoticed.
+	if lookupEnv(environ, "NATS_URL") != "" {
+		for _, v := range []string{envPrefix + "_LISTEN", envPrefix + "_DATA_DIR"} {
+			if lookupEnv(environ, v) != "" {
+				notes = append(notes, strayNote{fmt.Sprintf("%s is set but so is NATS_URL: it configures the embedded "+
+					"NATS server, which is started only with NATS_URL unset; it is ignored", v), false})
+			}
+		}
+	}
 	return notes, nil
+}
+
+// lookupEnv is the value of key in environ ("" when unset).
+func lookupEnv(environ []string, key string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 // validateTools checks what the tools and tokens commands use.
