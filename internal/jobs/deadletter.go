@@ -91,7 +91,11 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 		}
 		w.log.Warn("job dead-lettered", "job", id, "queue", queue, "reason", reason)
 		res := &Result{ID: id, Queue: queue, Status: StatusDead, Error: reason, Attempt: int(adv.Deliveries), Worker: w.cfg.WorkerID}
-		w.markDead(ctx, &runEnv{w: w, jobID: id}, queue, adv.StreamSeq, res)
+		if err := w.markDead(ctx, &runEnv{w: w, jobID: id}, queue, adv.StreamSeq, res); err != nil {
+			// The job's message stays, so the advisory, handled again,
+			// finds it (its dead letter is not copied twice).
+			return err
+		}
 		w.cfg.Metrics.rejected(queue, nil)
 	}
 	if err := w.topo.Jobs.DeleteMsg(ctx, adv.StreamSeq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,6 +130,7 @@ func (e *runEnv) LoadJournal(ctx context.Context) (map[string][]byte, error) {
 	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
 		return nil, fmt.Errorf("load journal of %s: %w", e.jobID, err)
 	}
+	e.journalLoaded.Store(true)
 	return out, nil
 }
 
@@ -255,21 +258,92 @@ func (w *Worker) forgetProgress(ctx context.Context, d delivery, checkpointObjec
 	if d.attempt <= 1 && !d.env.journaled.Load() && !checkpointObject && len(objects) == 0 {
 		return // a first attempt that stored nothing: nothing to purge
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalOpBound)
-	defer cancel()
-	if err := w.purgeJournal(ctx, d.id); err != nil {
-		d.log.Warn("journal purge failed", "err", err)
-	}
-	for _, name := range objects {
-		if err := w.topo.Transcripts.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			d.log.Warn("journal object delete failed", "object", name, "err", err)
-		}
-	}
-	if !checkpointObject {
+	if d.attempt > 1 && !d.env.journalLoaded.Load() {
+		// Earlier attempts' objects are unknown here (a job cancelled
+		// before this attempt ran it, a runner that did not load the
+		// journal): read them from the entries.
+		w.forgetProgressOf(ctx, d.env, d.log)
 		return
 	}
-	if err := w.topo.Transcripts.Delete(ctx, CheckpointName(d.id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		d.log.Warn("checkpoint delete failed", "err", err)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalOpBound)
+	defer cancel()
+	w.dropProgress(ctx, d.id, objects, checkpointObject, d.log)
+}
+
+// forgetProgressOf is forgetProgress for a job whose journal this worker
+// has not read (a job dead-lettered from the server's advisory, or an
+// attempt that did not load it): the objects its entries reference (long
+// entries, a large checkpoint) are read from the entries, then everything
+// goes. Only for a job whose state is final.
+func (w *Worker) forgetProgressOf(ctx context.Context, env *runEnv, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), journalOpBound)
+	defer cancel()
+	var objects []string
+	op := func() error {
+		tctx, cancel := context.WithTimeout(ctx, journalTryTimeout)
+		defer cancel()
+		var err error
+		objects, err = w.journalObjects(tctx, env.jobID)
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, time.Second
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		// Purged all the same: left, the keys would keep a finished job's
+		// entries for the bucket's TTL, the objects stay either way.
+		log.Warn("journal read failed; objects it references may be left", "err", err)
+	}
+	env.objMu.Lock()
+	objects = append(objects, env.journalObjects...)
+	env.objMu.Unlock()
+	slices.Sort(objects)
+	w.dropProgress(ctx, env.jobID, slices.Compact(objects), env.checkpointObject.Load(), log)
+}
+
+// journalObjects returns the objects the journal entries of job id
+// reference.
+func (w *Worker) journalObjects(ctx context.Context, id string) ([]string, error) {
+	kw, err := w.topo.Journal.WatchFiltered(ctx, []string{id + ".>"}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, err
+	}
+	defer kw.Stop() //nolint:errcheck // the watcher's subscription only
+	var out []string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case ent, ok := <-kw.Updates():
+			if !ok {
+				return nil, errors.New("watcher stopped")
+			}
+			if ent == nil { // the initial values are all in
+				return out, nil
+			}
+			if ref, ok := isCheckpointRef(ent.Value()); ok {
+				out = append(out, ref.Object)
+			}
+		}
+	}
+}
+
+// dropProgress deletes objects (a job's long journal entries; with
+// checkpointObject its checkpoint object), then purges the job's journal
+// keys: in that order, so a crash between the two leaves keys the TTL
+// removes rather than objects nothing references.
+func (w *Worker) dropProgress(ctx context.Context, id string, objects []string, checkpointObject bool, log *slog.Logger) {
+	for _, name := range objects {
+		if err := w.topo.Transcripts.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			log.Warn("journal object delete failed", "object", name, "err", err)
+		}
+	}
+	if checkpointObject && !slices.Contains(objects, CheckpointName(id)) {
+		if err := w.topo.Transcripts.Delete(ctx, CheckpointName(id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			log.Warn("checkpoint delete failed", "err", err)
+		}
+	}
+	if err := w.purgeJournal(ctx, id); err != nil {
+		log.Warn("journal purge failed", "err", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -16,24 +17,39 @@ import (
 // swallows what clients send, as a server does with requests it took just
 // before it was killed: the client's connection stays up, no answer comes.
 // cut closes every connection (the clients reconnect, through the proxy).
+//
+// With match set, only the first read containing match is swallowed (then
+// dropping ends by itself), read from the server (answers) when fromServer
+// is set, else from the clients: one lost request or answer.
 type dropProxy struct {
-	l        net.Listener
-	target   string
-	dropping atomic.Bool
-	dropped  chan struct{} // a byte was swallowed
+	l          net.Listener
+	target     string
+	dropping   atomic.Bool
+	dropped    chan struct{} // a byte was swallowed
+	match      []byte
+	fromServer bool
 
 	mu    sync.Mutex
 	conns []net.Conn
 	once  sync.Once
 }
 
-func startDropProxy(t *testing.T, target string) *dropProxy {
+// dropMatching makes a proxy swallow only the first read containing match
+// (see dropProxy).
+func dropMatching(match string, fromServer bool) func(*dropProxy) {
+	return func(p *dropProxy) { p.match, p.fromServer = []byte(match), fromServer }
+}
+
+func startDropProxy(t *testing.T, target string, opts ...func(*dropProxy)) *dropProxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &dropProxy{l: l, target: target, dropped: make(chan struct{})}
+	for _, o := range opts {
+		o(p)
+	}
 	var wg sync.WaitGroup
 	t.Cleanup(func() { _ = l.Close(); p.cut(); wg.Wait() })
 	wg.Go(func() {
@@ -50,27 +66,46 @@ func startDropProxy(t *testing.T, target string) *dropProxy {
 			p.mu.Lock()
 			p.conns = append(p.conns, c, s)
 			p.mu.Unlock()
-			wg.Go(func() { _, _ = io.Copy(c, s); _ = c.Close() })
-			wg.Go(func() {
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if p.dropping.Load() {
-							p.once.Do(func() { close(p.dropped) })
-						} else if _, werr := s.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				_ = s.Close()
-			})
+			wg.Go(func() { p.pump(s, c, true); _ = c.Close() })
+			wg.Go(func() { p.pump(c, s, false); _ = s.Close() })
 		}
 	})
 	return p
+}
+
+// pump copies from src to dst, swallowing what the proxy drops.
+func (p *dropProxy) pump(src, dst net.Conn, fromServer bool) {
+	if fromServer && p.match == nil {
+		_, _ = io.Copy(dst, src)
+		return
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.swallow(buf[:n], fromServer) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// swallow reports whether b, read in the direction fromServer says, is to
+// be dropped.
+func (p *dropProxy) swallow(b []byte, fromServer bool) bool {
+	if fromServer != p.fromServer || !p.dropping.Load() {
+		return false
+	}
+	if p.match != nil {
+		if !bytes.Contains(b, p.match) || !p.dropping.CompareAndSwap(true, false) {
+			return false
+		}
+	}
+	p.once.Do(func() { close(p.dropped) })
+	return true
 }
 
 func (p *dropProxy) url() string { return "nats://" + p.l.Addr().String() }

@@ -101,6 +101,9 @@ type runEnv struct {
 	// for KV values, deleted with the journal.
 	objMu          sync.Mutex
 	journalObjects []string
+	// journalLoaded: LoadJournal read the earlier attempts' entries, so
+	// journalObjects names every object of the job's journal.
+	journalLoaded atomic.Bool
 
 	// pub holds the attempt's events until they are acknowledged
 	// (eventpub.go); gap* are events it had to refuse, not yet reported

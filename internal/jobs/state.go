@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -160,6 +162,81 @@ func (s *stateStore) update(ctx context.Context, id string, f func(cur *State) (
 		}
 	}
 	return nil, fmt.Errorf("%w: %s: too many concurrent updates", ErrConflict, id)
+}
+
+// stateOpBound bounds a transition on a job's settling path (its final
+// state, a hand-back, a dead job), retries included; stateTryTimeout
+// bounds one try within it. As with the journal's requests
+// (journalTryTimeout): a request a NATS server took just before it was
+// killed is never answered, and one try would otherwise spend the whole
+// bound although the server is back at once.
+const (
+	stateOpBound    = 10 * time.Second
+	stateTryTimeout = 3 * time.Second
+)
+
+// errStateUnavailable: a transition could not be stored within
+// stateOpBound (NATS away, requests or answers lost). Nothing was decided:
+// the state may be as it was, or, when a try's answer was lost, as written.
+var errStateUnavailable = errors.New("state store unavailable")
+
+// decided carries an error of a transition's f through update: a decision
+// on the state, not a failure to reach the store, so never tried again.
+type decided struct{ err error }
+
+func (d decided) Error() string { return d.err.Error() }
+func (d decided) Unwrap() error { return d.err }
+
+// updateRetried is update with each try bounded by stateTryTimeout and
+// tried again, with backoff, within stateOpBound (and ctx), while the
+// store cannot be reached. f's errors end it at once, as f returned them;
+// a failure to reach the store is errStateUnavailable, wrapping the last
+// try's error. A try whose write landed but whose answer was lost is
+// followed by one that finds the state as written (its compare-and-swap
+// fails on the revision, and f is called on a fresh read): f must
+// recognise its own write there and return nil, nil.
+func (s *stateStore) updateRetried(ctx context.Context, id string, f func(cur *State) (*State, error)) (*State, error) {
+	ctx, cancel := context.WithTimeout(ctx, stateOpBound)
+	defer cancel()
+	var out *State
+	var last error
+	op := func() error {
+		tctx, cancel := context.WithTimeout(ctx, stateTryTimeout)
+		defer cancel()
+		var err error
+		out, err = s.update(tctx, id, func(cur *State) (*State, error) {
+			next, err := f(cur)
+			if err != nil {
+				return nil, decided{err}
+			}
+			return next, nil
+		})
+		var d decided
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &d):
+			return backoff.Permanent(err)
+		}
+		last = err
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return backoff.Permanent(err) // closed for good: no try would reach it
+		}
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, time.Second
+	err := backoff.Retry(op, backoff.WithContext(b, ctx))
+	var d decided
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.As(err, &d):
+		return out, d.err
+	case last == nil: // ctx ended before a try
+		last = err
+	}
+	return nil, fmt.Errorf("%w: %w", errStateUnavailable, last)
 }
 
 // wait returns the state of id once until(state) holds, watching the key.

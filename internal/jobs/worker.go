@@ -532,7 +532,7 @@ func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 	w.cfg.Metrics.rejected(d.queue, cause)
 	if markState {
 		res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
-		w.markDeadUnless(ctx, d.env, d.queue, d.seq, res, func(cur *State) bool { return queuedByAnother(cur, d) })
+		_ = w.markDeadUnless(ctx, d.env, d.queue, d.seq, res, func(cur *State) bool { return queuedByAnother(cur, d) }) // logged
 	}
 }
 
@@ -551,8 +551,8 @@ func queuedByAnother(cur *State, d delivery) bool {
 
 // markDead records a dead job's state and terminal event, unless its state
 // is already final (another message with the same id finished it).
-func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result) {
-	w.markDeadUnless(ctx, env, queue, seq, res, nil)
+func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result) error {
+	return w.markDeadUnless(ctx, env, queue, seq, res, nil)
 }
 
 // markDeadUnless is markDead that also leaves alone a state foreign says
@@ -560,17 +560,27 @@ func (w *Worker) markDead(ctx context.Context, env *runEnv, queue string, seq ui
 // sequence is not seq: a copy carrying the id of a job that runs, or was
 // handed back) is always left alone, and so are its events: the dead
 // event goes out only with a state this message wrote, or already holds.
-func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result, foreign func(*State) bool) {
+//
+// Once the state is final, the progress attempts of this message left
+// (journal, checkpoint and their objects) goes, as for a job that
+// succeeded or failed: nothing runs the job again (a dead letter
+// republished under the same id is refused as reusing it), so the journal
+// has no reader; it used to stay until the bucket's TTL. It returns an
+// error only when the state could not be stored (errStateUnavailable).
+func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, seq uint64, res *Result, foreign func(*State) bool) error {
 	id := env.jobID
 	// The attempt's events are stored before the state says it ended.
 	if n, err := env.flush(ctx); err != nil {
 		w.log.Error("events not acknowledged", "job", id, "events", n, "err", err)
 	}
 	now := time.Now().UTC()
-	mine := true
-	_, err := w.states.update(ctx, id, func(cur *State) (*State, error) {
+	mine, ran := true, false
+	_, err := w.states.updateRetried(context.WithoutCancel(ctx), id, func(cur *State) (*State, error) {
 		mine = cur == nil || cur.StreamSeq == seq ||
 			(cur.StreamSeq == 0 && !cur.Status.Terminal() && (foreign == nil || !foreign(cur)))
+		// An attempt of this message claimed the job: it may have
+		// journaled (a job refused at the door never ran).
+		ran = cur != nil && cur.StreamSeq == seq && cur.Attempt >= 1
 		if !mine || (cur != nil && cur.Status.Terminal()) {
 			return nil, nil
 		}
@@ -583,12 +593,19 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 		return st, nil
 	})
 	if err != nil {
-		w.log.Error("state update failed", "job", id, "err", err)
+		// The journal stays: the state is not final.
+		w.log.Error("dead job's state could not be stored", "job", id, "err", err)
+		return err
 	}
 	if !mine {
 		w.log.Warn("dead-lettered message carried the id of another message's job; its state and events are left alone",
 			"job", id, "stream_seq", seq)
-		return
+		return nil
+	}
+	if ran {
+		// Before the terminal event, as in settle: whoever sees it sees
+		// no progress left.
+		w.forgetProgressOf(ctx, env, w.log.With("job", id))
 	}
 	if err := env.Emit(ctx, EventDead, 0, res); err != nil {
 		w.log.Error("event publish failed", "job", id, "err", err)
@@ -596,6 +613,7 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 	if n, err := env.flush(ctx); err != nil {
 		w.log.Error("events not acknowledged", "job", id, "events", n, "err", err)
 	}
+	return nil
 }
 
 // deadLetter copies a job to the dead-letter stream with the reason. The
@@ -715,14 +733,15 @@ func (w *Worker) run(d delivery) {
 		return
 	}
 	now := time.Now().UTC()
-	var tookOver bool
+	var tookOver, ranBefore bool
 	delivered, attempt := d.attempt, d.attempt
 	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
-		tookOver, attempt = false, delivered
+		tookOver, attempt, ranBefore = false, delivered, false
 		st := &State{CreatedAt: now}
 		if cur != nil {
 			switch {
 			case cur.Status.Terminal() && (cur.StreamSeq == 0 || cur.StreamSeq == d.seq):
+				ranBefore = cur.StreamSeq == d.seq && cur.Attempt >= 1
 				return nil, fmt.Errorf("%w: %s", errFinal, cur.Status)
 			case cur.Status.Terminal():
 				return nil, fmt.Errorf("%w: job id %s already ended (%s, stream sequence %d): submit the job "+
@@ -762,6 +781,13 @@ func (w *Worker) run(d delivery) {
 	case errors.Is(err, errFinal):
 		// A redelivery of a finished job (its ack was lost): done already.
 		d.log.Info("not running job", "why", err)
+		if ranBefore {
+			// Its journal may be left: a job cancelled by a client while
+			// handed back (no worker settled it), or a final state whose
+			// write was not confirmed. Its state is final: nothing reads
+			// the journal again.
+			w.forgetProgressOf(context.Background(), d.env, d.log)
+		}
 		_ = d.msg.Ack()
 		return
 	case errors.Is(err, errDuplicate), errors.Is(err, errReused), errors.Is(err, errQueued):
@@ -989,8 +1015,18 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			res.Transcript = TranscriptName(d.id)
 		}
 	}
+	// seen is the state a write that was not made found (for the log).
+	var seen *State
 	write := func() error {
-		_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+		// Tried again within its bound (updateRetried): a NATS restart
+		// that swallowed one request used to leave the job to its ack
+		// wait, logged as settled elsewhere.
+		_, err := w.states.updateRetried(context.WithoutCancel(ctx), d.id, func(cur *State) (*State, error) {
+			seen = cur
+			if cur != nil && cur.Status == status && cur.Attempt == d.attempt && cur.Worker == w.cfg.WorkerID &&
+				cur.FinishedAt.Equal(finished.UTC()) {
+				return nil, nil // an earlier try stored it; its answer was lost
+			}
 			if d.claimed {
 				if err := w.owned(d, cur); err != nil {
 					return nil, err
@@ -1019,9 +1055,25 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		errText = res.Error
 		err = write()
 	}
-	if err != nil {
-		// Someone else holds the job now: leave the delivery to them.
-		d.log.Warn("job settled elsewhere; leaving it", "status", status, "err", err)
+	switch {
+	case errors.Is(err, errStateUnavailable):
+		// Not stored (or stored and not confirmed: the next delivery then
+		// finds it final and acks it). The delivery goes back at once
+		// rather than after its ack wait; the next attempt resumes from
+		// the journal, which is kept.
+		d.log.Error("final state could not be stored; handing the job back", "status", status, "err", err)
+		if nerr := d.msg.NakWithDelay(w.cfg.RetryDelay); nerr != nil {
+			d.log.Warn("nak failed; the job comes back after its ack wait", "err", nerr)
+		}
+		return
+	case err != nil:
+		// The state names another attempt, or is final already: whoever
+		// holds the job settles it; the delivery is theirs.
+		attrs := []any{"status", status, "err", err}
+		if seen != nil {
+			attrs = append(attrs, "state", seen.Status, "state_attempt", seen.Attempt, "state_worker", seen.Worker)
+		}
+		d.log.Warn("job held or settled by another attempt; leaving it", attrs...)
 		return
 	}
 	d.ended(string(status))
@@ -1119,7 +1171,13 @@ func (w *Worker) storeTranscripts(d delivery, out *Outcome, finished time.Time) 
 func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay time.Duration) {
 	ctx, cancel := opContext()
 	defer cancel()
-	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+	var seen *State
+	_, err := w.states.updateRetried(context.WithoutCancel(ctx), d.id, func(cur *State) (*State, error) {
+		seen = cur
+		if cur != nil && cur.Status == StatusQueued && cur.Error == why && cur.Attempt == d.attempt &&
+			cur.Worker == w.cfg.WorkerID && cur.StreamSeq == d.seq {
+			return nil, nil // an earlier try stored it; its answer was lost
+		}
 		if err := w.owned(d, cur); err != nil {
 			return nil, err
 		}
@@ -1129,12 +1187,30 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 		cur.Status, cur.Error = StatusQueued, why
 		return cur, nil
 	})
-	if errors.Is(err, errCancelRequested) {
+	switch {
+	case errors.Is(err, errCancelRequested):
 		w.settle(d, out, StatusCancelled, "cancelled on request")
 		return
-	}
-	if err != nil {
-		d.log.Warn("job moved elsewhere; leaving it", "err", err)
+	case errors.Is(err, errStateUnavailable):
+		// The state still says running (or queued, unconfirmed): the
+		// next delivery asks this worker, which no longer runs the job,
+		// and takes it over. Handed back all the same.
+		d.log.Error("state could not be stored; handing the job back all the same", "why", why, "err", err)
+		if eventType == EventRequeued {
+			d.ended("requeued")
+		} else {
+			d.ended("retry")
+		}
+		if nerr := d.msg.NakWithDelay(delay); nerr != nil {
+			d.log.Warn("nak failed; the job comes back after its ack wait", "err", nerr)
+		}
+		return
+	case err != nil:
+		attrs := []any{"err", err}
+		if seen != nil {
+			attrs = append(attrs, "state", seen.Status, "state_attempt", seen.Attempt, "state_worker", seen.Worker)
+		}
+		d.log.Warn("job held or settled by another attempt; leaving it", attrs...)
 		return
 	}
 	if eventType == EventRequeued {
@@ -1167,7 +1243,7 @@ func (w *Worker) exhausted(d delivery, runErr error) {
 	res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt,
 		Worker: w.cfg.WorkerID, DurationMS: time.Since(d.started).Milliseconds(), Metadata: d.job.Metadata}
 	d.ended(string(StatusDead))
-	w.markDead(ctx, d.env, d.queue, d.seq, res)
+	_ = w.markDead(ctx, d.env, d.queue, d.seq, res) // logged; the message is terminated either way
 }
 
 // onCancel cancels a job running here; other workers stay silent, so a
