@@ -267,3 +267,37 @@ func TestNoServers(t *testing.T) {
 		t.Errorf("no --servers: want every server, got %+v", res)
 	}
 }
+
+// TestLocalMCPServerDown: a --local-mcp server that cannot be started was
+// left out without a word, and the job ran without the tools asked for;
+// it is refused before publishing, naming the server. A disabled one is
+// left out as asked.
+func TestLocalMCPServerDown(t *testing.T) {
+	startWorker(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, config string
+		code         int
+		want         string
+	}{
+		{"cannot start", `{"mcpServers": {"gone": {"command": "/nonexistent/mcp-server"}}}`, exitFailed,
+			`server "gone" is not ready (failed: `},
+		{"disabled", `{"mcpServers": {"off": {"command": "/nonexistent/mcp-server", "disabled": true}}}`, exitOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			config := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			if err := os.WriteFile(config, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			id := "local-" + strings.ReplaceAll(tc.name, " ", "-")
+			res := submitCmd(t, "", "--local-mcp", config, "--id", id, "echo:ran")
+			if res.code != tc.code || !strings.Contains(res.stderr, tc.want) {
+				t.Fatalf("want exit %d and %q\ngot %+v", tc.code, tc.want, res)
+			}
+			st := submitCmd(t, "", "status", id)
+			if published := !strings.Contains(st.stderr, "job not found"); published != (tc.code == exitOK) {
+				t.Errorf("published %v, want %v: %+v", published, tc.code == exitOK, st)
+			}
+		})
+	}
+}

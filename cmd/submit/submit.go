@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -478,6 +479,15 @@ func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error)
 	pool, err := toolcache.NewPool(c.ctx, cfg, toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
+	}
+	// NewPool waited for each server's first attempt. One that failed was
+	// left out without a word: the job ran without the tools asked for.
+	for _, st := range pool.Status() {
+		if st.State != toolcache.StateReady && st.State != toolcache.StateDisabled {
+			_ = pool.Close()
+			return nil, fmt.Errorf("--local-mcp %s: server %q is not ready (%s: %s); fix it, or give it \"disabled\": true",
+				path, st.Name, st.State, cmp.Or(strings.TrimSpace(st.Error), "no session"))
+		}
 	}
 	view, err := pool.View(job.ID, nil, nil, nil)
 	if err != nil {
