@@ -143,6 +143,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--max-rounds", "five", "echo:x"}, `invalid argument "five" for "--max-rounds"`, "max-rounds"},
 		{[]string{"echo:x", "--queue"}, "flag needs an argument: --queue", "--queue"},
 		{[]string{"--file", "tasks.jsonl", "status"}, "--file and a task argument are exclusive", "exclusive"},
+		{[]string{"--file", "tasks.jsonl", "--id", "x"}, `--id does not apply to a batch: give each line its own "id"`, "--id"},
+		{[]string{"--file", "tasks.jsonl", "--local-mcp", "m.json"}, "--local-mcp does not apply to a batch", "--local-mcp"},
 		{[]string{"--meta", "novalue", "echo:x"}, `--meta "novalue": want key=value`, "novalue"},
 		// Batch flags without --file were ignored; 0 rounds was left out of
 		// the job; a bad glob failed the job on the worker.

@@ -238,8 +238,11 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 		if len(pos) > 0 {
 			return 0, usagef("--file and a task argument are exclusive")
 		}
-		if f.localMCP != "" || f.set["id"] {
-			return 0, usagef("--local-mcp and --id do not apply to a batch")
+		switch {
+		case f.set["id"]:
+			return 0, usagef("--id does not apply to a batch: give each line its own \"id\"")
+		case f.localMCP != "":
+			return 0, usagef("--local-mcp does not apply to a batch: submit those jobs one at a time")
 		}
 		base := &jobs.Job{}
 		if jobData != nil {
