@@ -780,7 +780,6 @@ func (w *Worker) run(d delivery) {
 	switch {
 	case errors.Is(err, errFinal):
 		// A redelivery of a finished job (its ack was lost): done already.
-		d.log.Info("not running job", "why", err)
 		if ranBefore {
 			// Its journal may be left: a job cancelled by a client while
 			// handed back (no worker settled it), or a final state whose
@@ -788,6 +787,7 @@ func (w *Worker) run(d delivery) {
 			// the journal again.
 			w.forgetProgressOf(context.Background(), d.env, d.log)
 		}
+		d.log.Info("not running job", "why", err)
 		_ = d.msg.Ack()
 		return
 	case errors.Is(err, errDuplicate), errors.Is(err, errReused), errors.Is(err, errQueued):
