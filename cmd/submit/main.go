@@ -300,8 +300,10 @@ Flags may come before or after the arguments.
 const footHelp = `Ctrl-C stops following, not the job (submit watch ID resumes; submit cancel
 ID stops it); an interrupted batch submits no further lines.
 
-Exit status: 0 when the job (every batch job) succeeded, 1 when one did not or
-on error, 2 on a usage error.
+Exit status: following a job (submit, watch) or a batch, 0 when the job (every
+batch job) succeeded and 1 when one did not; --detach, status and transcript,
+0 when they print what was asked; cancel, 0 once the job is cancelled and 1
+when it had ended otherwise; 1 on any error, 2 on a usage error.
 `
 
 // helpWidth is where flag descriptions wrap.
