@@ -85,6 +85,9 @@ func TestTerminalJobsLeaveNoJournal(t *testing.T) {
 			nc := natstest.Connect(t, startSmallServer(t, maxPayload))
 			var runs atomic.Int32
 			journaled := make(chan struct{}, 1)
+			// Attempt 1 goes on once the test saw its journal: a job that
+			// ends at once could be purged before the test looks.
+			proceed := make(chan struct{})
 			runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
 				runs.Add(1)
 				if env.Attempt() == 1 {
@@ -96,6 +99,11 @@ func TestTerminalJobsLeaveNoJournal(t *testing.T) {
 						}
 					}
 					journaled <- struct{}{}
+					select {
+					case <-proceed:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
 				}
 				switch tc.end {
 				case "fail":
@@ -135,6 +143,7 @@ func TestTerminalJobsLeaveNoJournal(t *testing.T) {
 			if _, err := c.topo.Transcripts.GetInfo(ctx, JournalObjectName(id, "c1.1")); err != nil {
 				t.Fatalf("the long entry is not an object: %v", err)
 			}
+			close(proceed)
 			switch tc.then {
 			case "cancel":
 				if _, err := c.Cancel(ctx, id); err != nil {
