@@ -55,13 +55,9 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	if weighted && *embedModel == "" {
 		return errors.New("search-eval: --embed-weight weighs the vectors of --embed-model, which is not given")
 	}
-	var ks []int
-	for _, f := range strings.Split(*kList, ",") {
-		k, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || k < 1 {
-			return fmt.Errorf("search-eval: --k %q: want positive integers, comma-separated", *kList)
-		}
-		ks = append(ks, k)
+	ks, err := parseKs(*kList)
+	if err != nil {
+		return err
 	}
 	if len(files) < 2 {
 		return errors.New("search-eval: name a queries file and at least one catalog file")
@@ -232,6 +228,22 @@ func noteSkipped(stderr io.Writer, cmd, path string, skipped []error) {
 	}
 	fmt.Fprintf(stderr, "%s: note: %d tool definitions in %s left out, as the worker would: %s%s\n",
 		cmd, len(skipped), path, strings.Join(shown, "; "), more)
+}
+
+// parseKs reads --k: positive integers, comma-separated, returned sorted
+// and each once ("1,1" printed "recall@1" twice, a JSON object with a
+// duplicate key).
+func parseKs(list string) ([]int, error) {
+	var ks []int
+	for _, f := range strings.Split(list, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || k < 1 {
+			return nil, fmt.Errorf("search-eval: --k %q: want positive integers, comma-separated", list)
+		}
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return slices.Compact(ks), nil
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -223,4 +224,71 @@ func TestSearchEvalEmbeddings(t *testing.T) {
 	if code := run([]string{"search-eval", "--embed-model", "toy", q, cat}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "embedding") {
 		t.Errorf("refusing endpoint: exit %d, %s", code, errb.String())
 	}
+}
+
+// --k is read sorted and each cut-off once: "--k 1,1" printed "recall@1"
+// twice in one JSON object.
+func TestSearchEvalKs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		list string
+		want []int // nil: refused
+	}{
+		{"1,5,10", []int{1, 5, 10}},
+		{"1,1", []int{1}},
+		{"10, 1,5,1,10", []int{1, 5, 10}},
+		{"3", []int{3}},
+		{"0", nil},
+		{"1,,2", nil},
+		{"a", nil},
+	} {
+		t.Run(tc.list, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseKs(tc.list)
+			if tc.want == nil {
+				if err == nil {
+					t.Errorf("accepted: %v", got)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		cat := filepath.Join(dir, "c.json")
+		q := filepath.Join(dir, "q.jsonl")
+		if err := os.WriteFile(cat, []byte(`{"server":"s","tools":[{"name":"read_file","description":"Read a file."}]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(q, []byte(`{"id":"1","query":"read a file","gold_tools":["read_file"]}`+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		if code := run([]string{"search-eval", "--json", "--k", "5,1,1,5", q, cat}, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		dec := json.NewDecoder(&out)
+		if _, err := dec.Token(); err != nil { // {
+			t.Fatal(err)
+		}
+		var keys []string
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k.(string))
+			if _, err := dec.Token(); err != nil { // the value, a number
+				t.Fatal(err)
+			}
+		}
+		want := []string{"items", "recall@1", "recall@5", "hit@1", "hit@5", "p50_us", "p99_us"}
+		if !slices.Equal(keys, want) {
+			t.Errorf("keys %v, want %v", keys, want)
+		}
+	})
 }
