@@ -329,6 +329,14 @@ func readSettings() (Settings, error) {
 	for i, q := range s.Queues { // "a, b" as other comma-separated variables (NATS_URL) take it
 		s.Queues[i] = strings.TrimSpace(q)
 	}
+	// Enum-valued settings are taken in any case, as JETAGENT_LOG_LEVEL and
+	// JETAGENT_CONTENT_CALLS always were: JETAGENT_LOG_FORMAT=JSON and
+	// JETAGENT_TOOL_MODE=Search were refused. A value that is none of them
+	// is left as written, for validate's error to quote.
+	s.LogLevel = foldEnum(s.LogLevel, "debug", "info", "warn", "error")
+	s.LogFormat = foldEnum(s.LogFormat, "text", "json")
+	s.ToolMode = foldEnum(s.ToolMode, string(agentloop.ModeAuto), string(agentloop.ModeFull),
+		string(agentloop.ModeDeferred), string(agentloop.ModeSearch), string(agentloop.ModeCode))
 	_, s.maxJobBytesSet = os.LookupEnv(envPrefix + "_MAX_JOB_BYTES")
 	strays, err := strayVars(os.Environ(), &s)
 	if err != nil {
@@ -336,6 +344,16 @@ func readSettings() (Settings, error) {
 	}
 	s.strays = strays
 	return s, nil
+}
+
+// foldEnum is the value of values that v is in another case, or v.
+func foldEnum(v string, values ...string) string {
+	for _, want := range values {
+		if strings.EqualFold(v, want) {
+			return want
+		}
+	}
+	return v
 }
 
 // strayNote is a warning about a variable; typo says it is close to one
@@ -443,7 +461,7 @@ func (s Settings) validate() error {
 	if err := s.runConfig().Validate(); err != nil {
 		return named(err, runVars)
 	}
-	switch strings.ToLower(c.LogLevel) {
+	switch c.LogLevel { // in any case: readSettings folded it
 	case "debug", "info", "warn", "error":
 	default:
 		return bad("JETAGENT_LOG_LEVEL", "%q is not debug, info, warn or error", c.LogLevel)

@@ -70,7 +70,7 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	}
 	if *half != "" {
 		want := map[string]int{"choose": 0, "report": 1}
-		h, ok := want[*half]
+		h, ok := want[strings.ToLower(*half)] // in any case, as the worker's settings
 		if !ok {
 			return fmt.Errorf("search-eval: --half %q: want choose or report", *half)
 		}

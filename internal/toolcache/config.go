@@ -252,10 +252,11 @@ func (sc *ServerConfig) validate() error {
 		return fmt.Errorf("args, env, cwd: only for stdio servers")
 	}
 	sc.Type = typ
-	switch sc.SessionMode {
-	case "":
+	switch { // in any case, as type is
+	case sc.SessionMode == "", strings.EqualFold(sc.SessionMode, SessionShared):
 		sc.SessionMode = SessionShared
-	case SessionShared, SessionPerJob:
+	case strings.EqualFold(sc.SessionMode, SessionPerJob):
+		sc.SessionMode = SessionPerJob
 	default:
 		return fmt.Errorf("sessionMode: %q (want %q or %q)", sc.SessionMode, SessionShared, SessionPerJob)
 	}

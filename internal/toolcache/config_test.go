@@ -81,6 +81,15 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad url", in: `{"mcpServers": {"x": {"url": "localhost:8080"}}}`, err: `server "x": url: "localhost:8080" is not an http(s) URL`},
 		{name: "headers on stdio", in: `{"mcpServers": {"x": {"command": "a", "headers": {"A": "b"}}}}`, err: `server "x": headers: only for http and sse`},
 		{name: "args on http", in: `{"mcpServers": {"x": {"url": "http://a", "args": ["b"]}}}`, err: `server "x": args, env, cwd: only for stdio`},
+		{
+			// Enum values are taken in any case, type's as sessionMode's.
+			name: "enum values in another case",
+			in:   `{"mcpServers": {"a": {"url": "http://h/sse", "type": "SSE", "sessionMode": "Per-Job"}, "b": {"command": "x", "sessionMode": "SHARED"}}}`,
+			want: map[string]ServerConfig{
+				"a": {URL: "http://h/sse", Type: TypeSSE, SessionMode: SessionPerJob},
+				"b": {Command: "x", Type: TypeStdio, SessionMode: SessionShared},
+			},
+		},
 		{name: "session mode", in: `{"mcpServers": {"x": {"command": "a", "sessionMode": "pooled"}}}`, err: `server "x": sessionMode: "pooled"`},
 		{name: "negative concurrency", in: `{"mcpServers": {"x": {"command": "a", "maxConcurrent": -1}}}`, err: `server "x": maxConcurrent: -1 is negative`},
 		{name: "bad duration", in: `{"mcpServers": {"x": {"command": "a", "callTimeout": "soon"}}}`, err: `server "x": invalid duration "soon"`},
