@@ -176,9 +176,9 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		if nc, err = connectNATS(ctx, s, log); err != nil || nc == nil {
 			return err
 		}
-		log.Info("connected to NATS", "url", nc.ConnectedUrlRedacted())
+		log.Info("connected to NATS", "url", redact.URL(nc.ConnectedUrl())) // a token as the user part too
 	}
-	defer nc.Close()
+	defer logNATSEvents(nc, log)()
 	st.setStage("connected to NATS; starting")
 	if err := fitMaxJobBytes(&s, nc, log); err != nil {
 		return err
