@@ -45,11 +45,7 @@ func (c *cli) submitCommand() *command {
 	fs.StringVar(&f.model, "model", "", "model `NAME`, instead of the worker's")
 	fs.StringVar(&f.system, "system", "", "system prompt `TEXT`, instead of the worker's")
 	fs.StringVar(&f.mode, "mode", "", "tool `MODE`: auto, full, deferred, search, code")
-	serversDefault := "(default: all)"
-	if emptyServersKept {
-		serversDefault = "(default: all; \"\": none)"
-	}
-	fs.StringVar(&f.servers, "servers", "", "the MCP servers `a,b` of the operator's configuration "+serversDefault)
+	fs.StringVar(&f.servers, "servers", "", "the MCP servers `a,b` of the operator's configuration (default: all; \"\": none)")
 	fs.StringVar(&f.allow, "allow", "", "tool name `GLOBS` to allow (comma-separated)")
 	fs.StringVar(&f.deny, "deny", "", "tool name `GLOBS` to deny (comma-separated)")
 	fs.IntVar(&f.maxRounds, "max-rounds", 0, "at most `N` LLM rounds")
@@ -176,10 +172,6 @@ func (f *jobFlags) check() error {
 		// 0 would be left out of the job (the worker's default applies).
 		return usagef("--max-rounds must be at least 1 (got %d); leave it out for the worker's default", f.maxRounds)
 	}
-	if f.set["servers"] && splitList(f.servers) == nil && !emptyServersKept {
-		return usagef("--servers %q (no MCP servers) cannot be sent: the job would go without its servers "+
-			"field and the worker would give it every server; name the servers it may use", f.servers)
-	}
 	for _, fl := range []struct{ name, globs string }{{"allow", f.allow}, {"deny", f.deny}} {
 		for _, g := range splitList(fl.globs) {
 			if _, err := path.Match(g, ""); err != nil {
@@ -190,26 +182,10 @@ func (f *jobFlags) check() error {
 	return nil
 }
 
-// emptyServersKept reports whether a job's empty servers list ("no
-// servers") survives jobs.Client.Submit's encoding. With the field's
-// omitempty it does not: the job goes without "servers", which the worker
-// reads as every configured server, the opposite of what was asked. Until
-// jobs.Job keeps it (omitzero), submit refuses such a job rather than send
-// it with every server.
-var emptyServersKept = func() bool {
-	b, err := json.Marshal(jobs.Job{Servers: []string{}})
-	return err == nil && strings.Contains(string(b), `"servers"`)
-}()
-
 // checkJob refuses a job whose allow or deny glob path.Match (the
-// worker's matcher) cannot read (the worker would take the job and fail
-// it at its start with the same reason), and one whose empty servers list
-// would reach the worker as every server (see emptyServersKept).
+// worker's matcher) cannot read: the worker would take the job and fail
+// it at its start with the same reason.
 func checkJob(j *jobs.Job) error {
-	if j.Servers != nil && len(j.Servers) == 0 && !emptyServersKept {
-		return errors.New(`"servers": [] (no MCP servers) cannot be sent: the job would go without its servers ` +
-			"field and the worker would give it every server; name the servers it may use")
-	}
 	for _, l := range []struct {
 		field string
 		globs []string

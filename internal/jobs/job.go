@@ -12,6 +12,13 @@ import (
 
 // Job is what a submitter publishes on agent.jobs.<queue>
 // (schemas/job.schema.json). Only Task is required.
+//
+// Servers selects MCP servers: nil (absent) means every configured
+// server, an empty list none. It is omitzero, not omitempty: omitempty
+// dropped the empty list, so a job meant to have no servers was published
+// (by Client.Submit) without the field and got them all. The other lists
+// and the map mean the same empty or absent (an empty allow list allows
+// every tool, as an absent one does), so omitempty loses nothing there.
 type Job struct {
 	ID          string             `json:"id,omitempty"`
 	Task        string             `json:"task"`
@@ -19,7 +26,7 @@ type Job struct {
 	Model       string             `json:"model,omitempty"`
 	Queue       string             `json:"queue,omitempty"`
 	ToolMode    string             `json:"tool_mode,omitempty"`
-	Servers     []string           `json:"servers,omitempty"`
+	Servers     []string           `json:"servers,omitzero"`
 	Allow       []string           `json:"allow,omitempty"`
 	Deny        []string           `json:"deny,omitempty"`
 	MaxRounds   int                `json:"max_rounds,omitempty"`
