@@ -44,10 +44,12 @@ type EmbeddedConfig struct {
 // loopback without any client authentication.
 var ErrOpenListen = errors.New("embedded NATS would accept unauthenticated clients from the network")
 
-// Open reports whether clients need not prove who they are (no user,
-// token or client certificate verification).
+// Open reports whether clients need not prove who they are (no user
+// with a password, no token, no client certificate verification). A user
+// without a password proves nothing: any client giving the name gets in
+// (StartEmbedded refuses that configuration).
 func (c EmbeddedConfig) Open() bool {
-	return c.User == "" && c.Token == "" && (c.Cert == "" || c.ClientCA == "")
+	return (c.User == "" || c.Password == "") && c.Token == "" && (c.Cert == "" || c.ClientCA == "")
 }
 
 // AuthMode names how clients authenticate, for logs.
@@ -152,17 +154,32 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	return s, nil
 }
 
-// applyAuth sets the server's client authentication and TLS.
-func (c EmbeddedConfig) applyAuth(opts *server.Options) error {
+// Validate checks the authentication and TLS settings of c as given (a
+// listen address beyond loopback without authentication is StartEmbedded's
+// ErrOpenListen). Errors wrap ErrConfig.
+func (c EmbeddedConfig) Validate() error {
 	switch {
 	case c.Token != "" && (c.User != "" || c.Password != ""):
 		return fmt.Errorf("%w: embedded NATS: a token and a user/password are exclusive", ErrConfig)
 	case c.User == "" && c.Password != "":
 		return fmt.Errorf("%w: embedded NATS: a password needs a user", ErrConfig)
+	case c.User != "" && c.Password == "":
+		// nats-server would let in any client giving the name, also on
+		// a listen address beyond loopback.
+		return fmt.Errorf("%w: embedded NATS: user %q has no password, so any client giving that name would get in: "+
+			"set a password too, or use a token", ErrConfig, c.User)
 	case (c.Cert == "") != (c.Key == ""):
 		return fmt.Errorf("%w: embedded NATS: a TLS certificate and key go together", ErrConfig)
 	case c.ClientCA != "" && c.Cert == "":
 		return fmt.Errorf("%w: embedded NATS: verifying client certificates needs the server's own certificate and key", ErrConfig)
+	}
+	return nil
+}
+
+// applyAuth sets the server's client authentication and TLS.
+func (c EmbeddedConfig) applyAuth(opts *server.Options) error {
+	if err := c.Validate(); err != nil {
+		return err
 	}
 	opts.Username, opts.Password, opts.Authorization = c.User, c.Password, c.Token
 	if c.Cert == "" {

@@ -129,3 +129,57 @@ func TestEmbeddedRefusesOpenListen(t *testing.T) {
 	s.Shutdown()
 	s.WaitForShutdown()
 }
+
+// TestEmbeddedRefusesBadAuthConfig: settings that authenticate nobody, or
+// half a TLS setup, are refused before a server starts. A user without a
+// password used to start a server any client giving the name could enter,
+// also beyond loopback (Open counted the user as authentication).
+func TestEmbeddedRefusesBadAuthConfig(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		cfg    EmbeddedConfig
+		want   string
+		open   bool // what Open says of it
+		listen string
+	}{
+		{"user without a password", EmbeddedConfig{User: "agent"}, `user "agent" has no password`, true, "127.0.0.1:0"},
+		{"user without a password, beyond loopback", EmbeddedConfig{User: "agent"}, `user "agent" has no password`, true, "0.0.0.0:0"},
+		{"password without a user", EmbeddedConfig{Password: "s3cret"}, "a password needs a user", true, "127.0.0.1:0"},
+		{"token and user", EmbeddedConfig{Token: "t", User: "agent", Password: "p"}, "a token and a user/password are exclusive", false, "127.0.0.1:0"},
+		{"certificate without key", EmbeddedConfig{Cert: "c.pem"}, "a TLS certificate and key go together", true, "127.0.0.1:0"},
+		{"client CA without certificate", EmbeddedConfig{ClientCA: "ca.pem"}, "needs the server's own certificate and key", true, "127.0.0.1:0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.cfg.Open(); got != tt.open {
+				t.Errorf("Open() = %v, want %v", got, tt.open)
+			}
+			if err := tt.cfg.Validate(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate: %v, want ErrConfig with %q", err, tt.want)
+			}
+			cfg := tt.cfg
+			cfg.DataDir, cfg.Listen = t.TempDir(), tt.listen
+			s, err := StartEmbedded(cfg)
+			if err == nil {
+				s.Shutdown()
+				s.WaitForShutdown()
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("StartEmbedded: %v, want ErrConfig with %q", err, tt.want)
+			}
+		})
+	}
+	// With its password the user authenticates: Open is false, and the
+	// server starts beyond loopback.
+	cfg := EmbeddedConfig{User: "agent", Password: "s3cret", DataDir: t.TempDir(), Listen: "0.0.0.0:0"}
+	if cfg.Open() || cfg.Validate() != nil {
+		t.Fatalf("user and password: Open %v, Validate %v", cfg.Open(), cfg.Validate())
+	}
+	s, err := StartEmbedded(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+}
