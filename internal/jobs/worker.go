@@ -227,7 +227,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	names := cfg.Topology.Names
 	if cfg.WorkerID == "" {
 		host, _ := os.Hostname()
-		cfg.WorkerID = strings.ToLower(host + "-" + ulid.Make().String()[20:])
+		cfg.WorkerID = defaultWorkerID(host, ulid.Make().String()[20:])
 	}
 	if cfg.Heartbeat == 0 {
 		shortest, _ := cfg.Topology.shortestAckWait()
@@ -252,6 +252,36 @@ func NewWorker(cfg Config) (*Worker, error) {
 		ready:   make(chan struct{}),
 		running: map[string]*runningAttempt{},
 	}, nil
+}
+
+// defaultWorkerID is host, lower-cased, and suffix, made a valid worker
+// id (ValidID): each run of characters an id may not hold (the dots of
+// "node1.example.com", anything beyond ASCII) becomes one "-", and the
+// host part is cut to leave room for the suffix. A host name with nothing
+// usable gives "worker". A host name with dots used to give an id that
+// JETAGENT_WORKER_ID itself would refuse.
+func defaultWorkerID(host, suffix string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(host) {
+		if r == '_' || r == '-' || ('a' <= r && r <= 'z') || ('0' <= r && r <= '9') {
+			b.WriteRune(r)
+			dash = r == '-'
+			continue
+		}
+		if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	h := strings.Trim(b.String(), "-")
+	if room := 128 - 1 - len(suffix); len(h) > room {
+		h = strings.TrimRight(h[:room], "-")
+	}
+	if h == "" {
+		h = "worker"
+	}
+	return h + "-" + strings.ToLower(suffix)
 }
 
 // ID is the worker id.
