@@ -146,6 +146,16 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("--file %s: %w", f.file, err)
 	}
+	if len(lines) == 0 {
+		// "0 jobs" and exit 0 read as a batch that went well: a wrong or
+		// truncated file (or an empty stdin) went unnoticed.
+		name := f.file
+		if name == "-" {
+			name = "standard input"
+		}
+		return 0, usagef("no jobs in %s: a batch file holds one job a line, a JSON object or a JSON string "+
+			"(blank lines and lines starting with # are skipped)", name)
+	}
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err

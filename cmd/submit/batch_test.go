@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/schemas"
 )
@@ -179,5 +181,59 @@ func TestBatchJobDefaults(t *testing.T) {
 	}
 	if res := submitCmd(t, "", "--file", in, "--job", withID); res.code != 2 || !strings.Contains(res.stderr, "id") {
 		t.Errorf("--job with an id in a batch: %+v", res)
+	}
+}
+
+// TestBatchWithoutJobs: a batch with no job lines (an empty file, blank
+// lines, comments only, an empty stdin) is a usage error naming the file,
+// before anything is published or --out written. It used to report
+// "0 jobs" and exit 0, as if the batch had gone well.
+func TestBatchWithoutJobs(t *testing.T) {
+	nc, _ := startWorker(t)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		want        string
+	}{
+		{"empty file", "", []string{"--file", empty}, "no jobs in " + empty},
+		{"blank lines", "", []string{"--file", writeLines(t, "", "   ", "\t")}, "no jobs in "},
+		{"comments only", "", []string{"--file", writeLines(t, "# tasks for tomorrow", "#")}, "no jobs in "},
+		{"detached", "", []string{"--file", empty, "--detach"}, "no jobs in " + empty},
+		{"empty stdin", "", []string{"--file", "-"}, "no jobs in standard input"},
+		{"stdin of comments", "# nothing yet\n\n", []string{"--file", "-", "--json"}, "no jobs in standard input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "results.jsonl")
+			res := submitCmd(t, tc.stdin, append(tc.args, "--out", out)...)
+			if res.code != exitUsage || !strings.Contains(res.stderr, tc.want) || res.stdout != "" {
+				t.Errorf("want exit %d and %q\ngot %+v", exitUsage, tc.want, res)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("--out was written: %v", err)
+			}
+		})
+	}
+	// Nothing reached NATS.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "AGENT_JOBS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Info(ctx); err != nil || info.State.LastSeq != 0 {
+		t.Errorf("jobs stream: %+v, %v; want nothing published", info.State, err)
+	}
+	// A batch of one line still runs.
+	if res := submitCmd(t, "", "--file", writeLines(t, "# one job", `"echo:hi"`)); res.code != exitOK {
+		t.Errorf("one-line batch: %+v", res)
 	}
 }
