@@ -247,6 +247,10 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		if modernProtocol(version) {
 			what = "connect at protocol " + version
 		}
+		if cfg.Type == TypeHTTP && !modernProtocol(version) && errors.Is(err, transport.ErrLegacySSEServer) {
+			// mcp-go's "likely a legacy SSE server" named no setting.
+			err = fmt.Errorf(`%w: if it is one (its url often ends in /sse), set "type": "sse" for server %q in the MCP servers file`, err, name)
+		}
 		return nil, fmt.Errorf("%s: %w%s", what, err, s.stderrHint())
 	}
 	s.modern.Store(mcp.IsModernProtocol(res.ProtocolVersion))
