@@ -64,6 +64,9 @@ func (n Names) EventsStream() string { return n.upper() + "_EVENTS" }
 // EventSubject is the subject of one event of a job.
 func (n Names) EventSubject(jobID, typ string) string { return n.p() + ".events." + jobID + "." + typ }
 
+// allEvents is the events stream's subject: every event of every job.
+func (n Names) allEvents() string { return n.p() + ".events.>" }
+
 // EventsFilter matches every event of a job.
 func (n Names) EventsFilter(jobID string) string { return n.p() + ".events." + jobID + ".>" }
 

@@ -184,7 +184,7 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 		}},
 		{&t.Events, jetstream.StreamConfig{
 			Name: n.EventsStream(), Description: "jetagent job events",
-			Subjects: []string{n.p() + ".events.>"}, Retention: jetstream.LimitsPolicy,
+			Subjects: []string{n.allEvents()}, Retention: jetstream.LimitsPolicy,
 			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, MaxAge: cfg.EventsMaxAge,
 			Duplicates: min(2*time.Minute, cfg.EventsMaxAge),
 		}},
@@ -200,8 +200,16 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, MaxAge: DefaultAdvisoryMaxAge,
 		}},
 	}
+	// Before anything is created or changed: streams of a deployment whose
+	// prefix differs from ours only in case (or in - and _) have our
+	// names; such a deployment's assets are refused, never rewritten.
 	for _, s := range streams {
-		if *s.dst, err = ensureStream(ctx, js, s.cfg, logf); err != nil {
+		if err := checkStreamOwner(ctx, js, n, s.cfg); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range streams {
+		if *s.dst, err = ensureStream(ctx, js, n, s.cfg, logf); err != nil {
 			return nil, err
 		}
 	}
@@ -232,7 +240,7 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 		return nil, fmt.Errorf("stream of key-value bucket %s: %w", n.JournalBucket(), err)
 	}
 	for _, q := range cfg.Queues {
-		c, err := ensureConsumer(ctx, t.Jobs, jetstream.ConsumerConfig{
+		c, err := ensureConsumer(ctx, t.Jobs, n, jetstream.ConsumerConfig{
 			Durable: n.Consumer(q), Description: "jetagent workers of queue " + q,
 			FilterSubject: n.JobsSubject(q), AckPolicy: jetstream.AckExplicitPolicy,
 			DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -243,7 +251,7 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 		}
 		t.Consumers[q] = c
 	}
-	t.AdvisoryConsumer, err = ensureConsumer(ctx, t.Advisories, jetstream.ConsumerConfig{
+	t.AdvisoryConsumer, err = ensureConsumer(ctx, t.Advisories, n, jetstream.ConsumerConfig{
 		Durable: n.AdvisoryConsumer(), Description: "jetagent dead-letterer",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: DefaultAckWait, MaxDeliver: -1,
 	}, logf)
@@ -307,8 +315,56 @@ func askExisting[T any](ctx context.Context, f func(context.Context) (T, error))
 	return v, err
 }
 
-// ensureStream creates want or reconciles an existing stream with it.
-func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, logf func(string, ...any)) (jetstream.Stream, error) {
+// otherPrefix returns the prefix other than ours that have's subjects
+// belong to: a subject of have that is one of want's (which begin with
+// our prefix) with another first token. Names are the prefix in upper
+// case, so a deployment with prefix "Agent" finds the streams of one with
+// "agent" under its own names; their subjects tell them apart.
+func otherPrefix(n Names, have, want []string) (string, bool) {
+	for _, w := range want {
+		rest, ok := strings.CutPrefix(w, n.p()+".")
+		if !ok {
+			continue // not prefixed (the advisories' subject is named by the stream)
+		}
+		for _, h := range have {
+			if p, r, ok := strings.Cut(h, "."); ok && r == rest && p != n.p() {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// prefixConflict is the error for an asset of another deployment found
+// under this one's name.
+func prefixConflict(n Names, what, other string, subjects []string) error {
+	return fmt.Errorf("%w: %s belongs to the deployment with prefix %q (subjects %s), not to this one's prefix %q: "+
+		"streams, buckets and consumers are named by the prefix in upper case with - as _, so the prefixes %q and %q "+
+		"share them (%s, %s, ...); nothing was changed: give each deployment a prefix of its own (JETAGENT_PREFIX)",
+		ErrTopology, what, other, strings.Join(subjects, ", "), n.p(), other, n.p(), n.JobsStream(), n.StateBucket())
+}
+
+// checkStreamOwner refuses an existing stream named as want whose subjects
+// belong to another prefix; a missing stream passes.
+func checkStreamOwner(ctx context.Context, js jetstream.JetStream, n Names, want jetstream.StreamConfig) error {
+	s, err := ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) })
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("stream %s: %w", want.Name, err)
+	}
+	have := s.CachedInfo().Config.Subjects
+	if other, ok := otherPrefix(n, have, want.Subjects); ok {
+		return prefixConflict(n, "stream "+want.Name, other, have)
+	}
+	return nil
+}
+
+// ensureStream creates want or reconciles an existing stream with it. A
+// stream whose subjects belong to another prefix is refused (otherPrefix),
+// never rewritten: that deployment's submissions would find no stream.
+func ensureStream(ctx context.Context, js jetstream.JetStream, n Names, want jetstream.StreamConfig, logf func(string, ...any)) (jetstream.Stream, error) {
 	look := ask[jetstream.Stream]
 	for range 2 { // a second pass covers losing a create race to another worker
 		s, err := look(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) })
@@ -327,6 +383,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 			return nil, fmt.Errorf("stream %s: %w", want.Name, err)
 		}
 		have := s.CachedInfo().Config
+		if other, ok := otherPrefix(n, have.Subjects, want.Subjects); ok {
+			return nil, prefixConflict(n, "stream "+want.Name, other, have.Subjects)
+		}
 		if have.Retention != want.Retention || have.Storage != want.Storage {
 			return nil, fmt.Errorf("%w: stream %s exists with retention %s and storage %s, want %s and %s; "+
 				"these cannot change in place: remove the stream (nats stream rm %s) or use another prefix",
@@ -431,12 +490,17 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 	return obs, nil
 }
 
-// ensureConsumer creates want or updates it, logging changed settings.
-func ensureConsumer(ctx context.Context, s jetstream.Stream, want jetstream.ConsumerConfig, logf func(string, ...any)) (jetstream.Consumer, error) {
+// ensureConsumer creates want or updates it, logging changed settings. A
+// consumer whose filter belongs to another prefix is refused, never
+// rewritten: it would take that deployment's jobs.
+func ensureConsumer(ctx context.Context, s jetstream.Stream, n Names, want jetstream.ConsumerConfig, logf func(string, ...any)) (jetstream.Consumer, error) {
 	name := s.CachedInfo().Config.Name + "/" + want.Durable
 	var diffs []string
 	if c, err := ask(ctx, func(ctx context.Context) (jetstream.Consumer, error) { return s.Consumer(ctx, want.Durable) }); err == nil {
 		have := c.CachedInfo().Config
+		if other, ok := otherPrefix(n, []string{have.FilterSubject}, []string{want.FilterSubject}); ok {
+			return nil, prefixConflict(n, "consumer "+name, other, []string{have.FilterSubject})
+		}
 		if have.FilterSubject != want.FilterSubject {
 			diffs = append(diffs, fmt.Sprintf("filter %q (want %q)", have.FilterSubject, want.FilterSubject))
 		}
@@ -479,6 +543,17 @@ func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topolo
 	}
 	if t.Events, err = js.Stream(ctx, n.EventsStream()); err != nil {
 		return nil, fmt.Errorf("stream %s: %w%s", n.EventsStream(), err, hint)
+	}
+	// Another deployment's streams under our names (a prefix that differs
+	// only in case): publishing here would find no stream.
+	for _, st := range []struct {
+		s    jetstream.Stream
+		want string
+	}{{t.Jobs, n.JobsSubject("*")}, {t.Events, n.allEvents()}} {
+		have := st.s.CachedInfo().Config
+		if other, ok := otherPrefix(n, have.Subjects, []string{st.want}); ok {
+			return nil, prefixConflict(n, "stream "+have.Name, other, have.Subjects)
+		}
 	}
 	if t.State, err = js.KeyValue(ctx, n.StateBucket()); err != nil {
 		return nil, fmt.Errorf("key-value bucket %s: %w%s", n.StateBucket(), err, hint)
