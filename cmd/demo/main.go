@@ -31,12 +31,44 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A write to a closed stdout (bin/demo | head) killed the demo with
+	// SIGPIPE, before its deferred cleanup: the worker and the MCP server
+	// it starts kept running and the temporary directory stayed. Once
+	// SIGPIPE is asked for, Go returns EPIPE from such a write instead
+	// (os/signal, "SIGPIPE"); stdoutWatch then stops the demo, and the
+	// cleanup runs. The channel is never read: nothing is to be done
+	// with the signal itself.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, task, keep); err != nil {
+	ctx, cancel := context.WithCancelCause(sigCtx)
+	defer cancel(nil)
+	err = run(ctx, stdoutWatch{os.Stdout, cancel}, task, keep)
+	switch {
+	case errors.Is(err, errStdoutClosed):
+		fmt.Fprintln(os.Stderr, "demo: stdout was closed; stopped the worker and removed the temporary directory")
+		os.Exit(1)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
+}
+
+// errStdoutClosed is why the demo stops when its stdout is closed.
+var errStdoutClosed = errors.New("stdout closed")
+
+// stdoutWatch is stdout that ends the demo's context when it is closed.
+type stdoutWatch struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+}
+
+func (s stdoutWatch) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		s.cancel(errStdoutClosed)
+	}
+	return n, err
 }
 
 // parseArgs reads the flags. An empty --task (the demo then started a
@@ -60,7 +92,9 @@ func parseArgs(args []string, stderr io.Writer) (task string, keep bool, err err
 	return task, keep, nil
 }
 
-func run(ctx context.Context, task string, keep bool) error {
+// run runs the demo, writing to out (the subcommands write to os.Stdout).
+// When ctx ends it returns ctx's cause, after the cleanup.
+func run(ctx context.Context, out io.Writer, task string, keep bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -76,7 +110,7 @@ func run(ctx context.Context, task string, keep bool) error {
 		return err
 	}
 	if keep {
-		fmt.Println("demo: keeping", dir)
+		fmt.Fprintln(out, "demo: keeping", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
@@ -88,7 +122,7 @@ func run(ctx context.Context, task string, keep bool) error {
 		return err
 	}
 
-	modelEnv, closeModel, err := model()
+	modelEnv, closeModel, err := model(out)
 	if err != nil {
 		return err
 	}
@@ -107,7 +141,10 @@ func run(ctx context.Context, task string, keep bool) error {
 		"JETAGENT_MCP_CONFIG="+mcpConfig,
 		"JETAGENT_SHUTDOWN_GRACE=5s",
 	)
-	fmt.Printf("\n$ JETAGENT_MCP_CONFIG=%s JETAGENT_LISTEN=%s bin/worker\n", mcpConfig, addr)
+	if ctx.Err() != nil { // stdout closed already (bin/demo | head -1)
+		return context.Cause(ctx)
+	}
+	fmt.Fprintf(out, "\n$ JETAGENT_MCP_CONFIG=%s JETAGENT_LISTEN=%s bin/worker\n", mcpConfig, addr)
 	worker := exec.Command(filepath.Join(bin, "worker"))
 	worker.Env = workerEnv
 	ready, err := startPrefixed(worker, "[worker] ", `msg="worker ready"`)
@@ -132,41 +169,44 @@ func run(ctx context.Context, task string, keep bool) error {
 	case <-time.After(60 * time.Second):
 		return errors.New("worker not ready after 60s")
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 
 	id := fmt.Sprintf("demo-%d", time.Now().Unix())
 	submitEnv := append(os.Environ(), "NATS_URL="+natsURL)
-	fmt.Printf("\n$ NATS_URL=%s bin/submit --id %s -- %q\n", natsURL, id, task)
+	fmt.Fprintf(out, "\n$ NATS_URL=%s bin/submit --id %s -- %q\n", natsURL, id, task)
 	// After "--" a task that looks like a flag or a command ("-v", "status x") is still the task.
 	if err := runCmd(ctx, submitEnv, filepath.Join(bin, "submit"), "--id", id, "--", task); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
-	fmt.Printf("\n$ NATS_URL=%s bin/submit transcript %s\n", natsURL, id)
+	fmt.Fprintf(out, "\n$ NATS_URL=%s bin/submit transcript %s\n", natsURL, id)
 	if err := runCmd(ctx, submitEnv, filepath.Join(bin, "submit"), "transcript", id); err != nil {
 		return fmt.Errorf("submit transcript: %w", err)
 	}
-	fmt.Println("\ndemo: done — the job ran through NATS JetStream, an MCP server and the model above.")
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	fmt.Fprintln(out, "\ndemo: done — the job ran through NATS JetStream, an MCP server and the model above.")
 	return nil
 }
 
 // model returns the OPENAI_* environment for the worker: the caller's own
 // when OPENAI_BASE_URL is set, otherwise a scripted model started here.
-func model() (env []string, closeFn func(), err error) {
+func model(out io.Writer) (env []string, closeFn func(), err error) {
 	if os.Getenv("OPENAI_BASE_URL") != "" {
-		fmt.Printf("demo: model %s at %s\n", os.Getenv("OPENAI_MODEL"), os.Getenv("OPENAI_BASE_URL"))
+		fmt.Fprintf(out, "demo: model %s at %s\n", os.Getenv("OPENAI_MODEL"), os.Getenv("OPENAI_BASE_URL"))
 		return nil, func() {}, nil
 	}
 	s, err := llmtest.Start(llmtest.Script{Model: "jetagent-scripted-demo", Handler: scripted})
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Println(strings.Repeat("=", 78))
-	fmt.Println("demo: OPENAI_BASE_URL is not set, so this demo uses a SCRIPTED model")
-	fmt.Println("      (internal/llm/llmtest at " + s.URL() + "): it follows a fixed script,")
-	fmt.Println("      no real LLM is involved. Set OPENAI_BASE_URL, OPENAI_API_KEY and")
-	fmt.Println("      OPENAI_MODEL to run the same demo against a real model.")
-	fmt.Println(strings.Repeat("=", 78))
+	fmt.Fprintln(out, strings.Repeat("=", 78))
+	fmt.Fprintln(out, "demo: OPENAI_BASE_URL is not set, so this demo uses a SCRIPTED model")
+	fmt.Fprintln(out, "      (internal/llm/llmtest at "+s.URL()+"): it follows a fixed script,")
+	fmt.Fprintln(out, "      no real LLM is involved. Set OPENAI_BASE_URL, OPENAI_API_KEY and")
+	fmt.Fprintln(out, "      OPENAI_MODEL to run the same demo against a real model.")
+	fmt.Fprintln(out, strings.Repeat("=", 78))
 	return []string{"OPENAI_BASE_URL=" + s.URL(), "OPENAI_API_KEY=scripted", "OPENAI_MODEL=jetagent-scripted-demo"}, s.Close, nil
 }
 
@@ -208,9 +248,22 @@ func startPrefixed(cmd *exec.Cmd, prefix, marker string) (<-chan struct{}, error
 	return ready, nil
 }
 
+// runCmd runs a command writing to our stdout and stderr. One that ctx
+// ended, or that died of a write to the closed stdout, returns
+// context.Cause(ctx) or errStdoutClosed.
 func runCmd(ctx context.Context, env []string, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	return cmd.Run()
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return context.Cause(ctx)
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGPIPE {
+			return errStdoutClosed
+		}
+	}
+	return err
 }
