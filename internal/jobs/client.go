@@ -112,6 +112,10 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	}
 	created := false
 	now := time.Now().UTC()
+	// Held: recordSeq writes against the revision the create returned,
+	// without reading the state again.
+	c.states.hold(j.ID)
+	defer c.states.release(j.ID)
 	st, err := c.states.update(ctx, j.ID, func(cur *State) (*State, error) {
 		if cur != nil {
 			return nil, nil
@@ -138,7 +142,67 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 		return nil, fmt.Errorf("publish job %s: %w", j.ID, err)
 	}
 	r.Seq, r.Duplicate = ack.Sequence, ack.Duplicate || !created
+	if created && !ack.Duplicate {
+		if st := c.recordSeq(ctx, j.ID, j.Queue, ack.Sequence); st != nil {
+			r.State = st
+		}
+	}
 	return r, nil
+}
+
+// recordSeq writes the stream sequence of a job's message into the queued
+// state Submit created, so a Cancel while it is queued can delete the
+// message (dropQueued): a cancelled job's message otherwise stays in the
+// jobs stream until a worker of its queue takes it, forever on a queue no
+// worker serves (counted there as a job waiting). A state a worker claimed
+// meanwhile is left alone. One Cancel may have come between the state's
+// creation and the publish, before the sequence was known: the message is
+// deleted here then. Best effort: without the sequence a cancelled job's
+// message is acked, unrun, by the worker that takes it, as before. It
+// returns the state written, or nil.
+func (c *Client) recordSeq(ctx context.Context, id, queue string, seq uint64) *State {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	cancelled := false
+	st, err := c.states.update(ctx, id, func(cur *State) (*State, error) {
+		cancelled = false
+		switch {
+		case cur == nil || cur.Attempt != 0 || cur.StreamSeq != 0:
+			return nil, nil // claimed by a worker (or forgotten)
+		case cur.Status == StatusQueued:
+			cur.StreamSeq = seq
+			return cur, nil
+		case cur.Status == StatusCancelled:
+			cancelled = true
+		}
+		return nil, nil
+	})
+	if err != nil {
+		return nil
+	}
+	if cancelled {
+		c.dropQueued(ctx, id, queue, seq)
+		return nil
+	}
+	if st == nil || st.StreamSeq != seq {
+		return nil
+	}
+	return st
+}
+
+// dropQueued deletes the message of a job cancelled before any worker
+// claimed it from the jobs stream, when the message at seq is that job's.
+// A worker that took the message a moment before reads the cancelled state
+// when it claims the job and acks it without running it, so deleting it
+// under that worker is safe; a worker that claimed the job first made the
+// state running, and Cancel then never comes here. Best effort: a message
+// left is acked, unrun, by the next worker of its queue.
+func (c *Client) dropQueued(ctx context.Context, id, queue string, seq uint64) {
+	m, err := c.topo.Jobs.GetMsg(ctx, seq)
+	if err != nil || m.Subject != c.names.JobsSubject(queue) || jobID(m.Data, m.Header, seq) != id {
+		return // gone already (taken and acked), or not this job's
+	}
+	_ = c.topo.Jobs.DeleteMsg(ctx, seq)
 }
 
 // forgetQueued removes the queued state Submit created for a job it could
@@ -237,8 +301,10 @@ func (c *Client) Transcript(ctx context.Context, id string, raw bool) ([]byte, e
 // cancelRequestTimeout bounds waiting for a worker to confirm a cancel.
 const cancelRequestTimeout = 2 * time.Second
 
-// Cancel stops a job. A queued job becomes cancelled at once (a worker that
-// later takes its message acks it without running it). A running job gets
+// Cancel stops a job. A queued job becomes cancelled at once, and its
+// message is deleted from the jobs stream when Submit recorded its
+// sequence (a worker that takes the message all the same acks it without
+// running it). A running job gets
 // cancel_requested in its state and a request on agent.cancel.<id>, which
 // the worker running it answers by cancelling the job's context; Cancel
 // then waits, within ctx, for the final state. A final job is returned as is.
@@ -248,11 +314,12 @@ func (c *Client) Cancel(ctx context.Context, id string) (*State, error) {
 	}
 	now := time.Now().UTC()
 	var was Status
+	var unclaimed bool // queued and never claimed: its message can go
 	st, err := c.states.update(ctx, id, func(cur *State) (*State, error) {
 		if cur == nil {
 			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
-		was = cur.Status
+		was, unclaimed = cur.Status, cur.Status == StatusQueued && cur.Attempt == 0
 		switch {
 		case cur.Status.Terminal():
 			return nil, nil
@@ -272,6 +339,12 @@ func (c *Client) Cancel(ctx context.Context, id string) (*State, error) {
 	case was.Terminal():
 		return st, nil
 	case st.Status == StatusCancelled:
+		// No worker can claim the job now: its message goes from the jobs
+		// stream at once (a handed-back job's stays: its redelivery also
+		// purges the job's journal).
+		if unclaimed && st.StreamSeq != 0 {
+			c.dropQueued(ctx, id, st.Queue, st.StreamSeq)
+		}
 		err := publishEvent(ctx, c.topo.JS, c.names, Event{JobID: id, Type: EventCancelled, Data: mustJSON(st.Result)})
 		return st, err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -12,14 +13,23 @@ import (
 // TestTransitionsUseHeldRevision: a job's run reads its state once (the
 // claim's check for a live attempt) and then writes against the revision
 // it holds: the claim and the final state are two compare-and-swaps with
-// no read before either. Submit reads once and creates the state.
+// no read before either. Submit reads once, creates the state and writes
+// the message's stream sequence into it against the revision it created.
+// The worker starts after the submit, so the two parties' writes do not
+// race (either would then read again).
 func TestTransitionsUseHeldRevision(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	nc := natstest.Connect(t, s)
 	spy := natstest.Connect(t, s)
 	r := newTestRunner()
-	startWorker(t, nc, Config{Runner: r})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureTopology(natstest.Context(t), js, testTopology(), t.Logf); err != nil {
+		t.Fatal(err)
+	}
 	c := newClient(t, nc)
 	bucket := c.names.StateBucket()
 	// Channel subscriptions: nats.go puts each message in the channel in
@@ -42,6 +52,7 @@ func TestTransitionsUseHeldRevision(t *testing.T) {
 	if _, err := c.Submit(natstest.Context(t), &Job{ID: "held", Task: "echo:x"}); err != nil {
 		t.Fatal(err)
 	}
+	startWorker(t, nc, Config{Runner: r})
 	if st := waitStatus(t, c, "held"); st.Status != StatusSucceeded {
 		t.Fatalf("state %+v", st)
 	}
@@ -66,8 +77,9 @@ func TestTransitionsUseHeldRevision(t *testing.T) {
 		return strings.HasSuffix(m.Subject, ".held") || strings.Contains(string(m.Data), ".held")
 	})
 	nwrites := count(writes, func(*nats.Msg) bool { return true })
-	// Submit: a read and the create; the worker: one read, two writes.
-	if nreads != 2 || nwrites != 3 {
-		t.Errorf("state reads %d, writes %d; want 2 and 3", nreads, nwrites)
+	// Submit: a read, the create and the sequence; the worker: one read,
+	// two writes.
+	if nreads != 2 || nwrites != 4 {
+		t.Errorf("state reads %d, writes %d; want 2 and 4", nreads, nwrites)
 	}
 }

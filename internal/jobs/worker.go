@@ -574,9 +574,17 @@ func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 // window). A malformed message naming a queued job's id used to mark that
 // job dead, and its own message was then refused as a copy: one stray
 // publish killed a job it had nothing to do with.
+//
+// Once the Client has recorded its message's stream sequence in the state
+// (Client.recordSeq), any other message is another's.
 func queuedByAnother(cur *State, d delivery) bool {
-	return cur.Status == StatusQueued && cur.StreamSeq == 0 &&
-		(cur.Queue != d.queue || d.msg.Headers().Get(nats.MsgIdHdr) != d.id)
+	if cur.Status != StatusQueued || cur.Attempt != 0 {
+		return false // claimed before: handed back, not queued by a Client
+	}
+	if cur.StreamSeq != 0 {
+		return cur.StreamSeq != d.seq
+	}
+	return cur.Queue != d.queue || d.msg.Headers().Get(nats.MsgIdHdr) != d.id
 }
 
 // markDead records a dead job's state and terminal event, unless its state
@@ -781,13 +789,13 @@ func (w *Worker) run(d delivery) {
 			case cur.Status == StatusRunning && cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
 				return nil, fmt.Errorf("%w (stream sequence %d): this copy is not run", errDuplicate, cur.StreamSeq)
 			// A copy must not take the id of a job waiting on its own
-			// message either (handed back, or queued by a Client on
-			// another queue or publication): it ran under that id, and
+			// message either (queued by a Client on another queue or
+			// publication, or handed back): it ran under that id, and
 			// the real job's message was then refused as reusing it.
-			case cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
-				return nil, fmt.Errorf("%w (stream sequence %d): this copy is not run", errQueued, cur.StreamSeq)
 			case queuedByAnother(cur, d):
 				return nil, fmt.Errorf("%w (queue %s, submitted with Nats-Msg-Id %s): this copy is not run", errQueued, cur.Queue, d.id)
+			case cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
+				return nil, fmt.Errorf("%w (stream sequence %d): this copy is not run", errQueued, cur.StreamSeq)
 			}
 			st = cur
 			if cur.StreamSeq == d.seq && cur.Attempt >= attempt {
