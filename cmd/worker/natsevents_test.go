@@ -138,7 +138,7 @@ func TestWorkerLogsNATSDisconnectAndReconnect(t *testing.T) {
 	}
 	lost, restored, closed := strings.Index(out, "NATS connection lost"), strings.Index(out, "NATS connection restored"),
 		strings.Index(out, "NATS connection closed")
-	if !(lost < restored && restored < closed) {
+	if lost >= restored || restored >= closed {
 		t.Errorf("not lost, restored, closed in that order:\n%s", out)
 	}
 	if strings.Contains(out, "nats-s3cret") {
