@@ -44,8 +44,8 @@ func logSignal(msgs ...string) (*slog.Logger, <-chan struct{}) {
 	return slog.New(h), h.ch
 }
 
-// eventAttempts returns the attempt of each event of job id, in order.
-func eventAttempts(t *testing.T, c *Client, id string) []int {
+// jobEvents returns the stored events of job id, in order.
+func jobEvents(t *testing.T, c *Client, id string) []Event {
 	t.Helper()
 	ctx := natstest.Context(t)
 	cons, err := c.topo.JS.OrderedConsumer(ctx, c.names.EventsStream(), jetstream.OrderedConsumerConfig{
@@ -58,12 +58,22 @@ func eventAttempts(t *testing.T, c *Client, id string) []int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []int
+	var out []Event
 	for m := range batch.Messages() {
 		var ev Event
 		if err := json.Unmarshal(m.Data(), &ev); err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// eventAttempts returns the attempt of each event of job id, in order.
+func eventAttempts(t *testing.T, c *Client, id string) []int {
+	t.Helper()
+	var out []int
+	for _, ev := range jobEvents(t, c, id) {
 		out = append(out, ev.Attempt)
 	}
 	return out

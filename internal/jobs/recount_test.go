@@ -63,23 +63,8 @@ func recreateConsumer(t *testing.T, nc *nats.Conn, queue string) {
 // job id, in order.
 func storedEvents(t *testing.T, c *Client, id string) []string {
 	t.Helper()
-	ctx := natstest.Context(t)
-	cons, err := c.topo.JS.OrderedConsumer(ctx, c.names.EventsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{c.names.EventsFilter(id)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.FetchNoWait(1000)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for m := range batch.Messages() {
-		var ev Event
-		if err := json.Unmarshal(m.Data(), &ev); err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range jobEvents(t, c, id) {
 		out = append(out, fmt.Sprintf("%d/%s/%s", ev.Attempt, ev.Worker, ev.Type))
 	}
 	return out

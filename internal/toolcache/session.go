@@ -62,7 +62,8 @@ type session struct {
 	ctx    context.Context    // the process/session context, ended by close
 	cancel context.CancelFunc // ends ctx (last resort kill)
 	http   *http.Client       // an HTTP or SSE session's own client
-	// tooLarge: a response of http was cut off at maxMessageBytes.
+	// tooLarge: a response of http (or a line of a stdio server) was cut
+	// off at maxMessageBytes.
 	tooLarge atomic.Bool
 	wg       sync.WaitGroup // the stderr watcher, the listen loop, cancellations
 
@@ -115,8 +116,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	switch cfg.Type {
 	case TypeStdio:
 		// Started here, not by mcp-go: see stdio_proc.go.
-		stdio, proc, err := startStdio(procCtx, cfg, d.logger, func() {
-			s.tooLarge.Store(true)
+		stdio, proc, err := startStdio(procCtx, cfg, d.logger, &s.tooLarge, func() {
 			s.markDead(fmt.Errorf("the server wrote a line (one message) over %d MiB", maxMessageBytes>>20))
 		})
 		if err != nil {

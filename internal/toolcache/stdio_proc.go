@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,10 +45,10 @@ const (
 )
 
 // startStdio starts cfg's command on ctx (which kills it when it ends) and
-// returns the transport that speaks to it, logging to logger. onTooLarge
-// runs when the server wrote a line over maxMessageBytes; reading stops
-// there.
-func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, onTooLarge func()) (*transport.Stdio, *stdioProc, error) {
+// returns the transport that speaks to it, logging to logger. When the
+// server writes a line over maxMessageBytes, tooLarge is set, onTooLarge
+// runs, and reading stops there.
+func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, tooLarge *atomic.Bool, onTooLarge func()) (*transport.Stdio, *stdioProc, error) {
 	cmd := exec.CommandContext(ctx, cfg.Command, cfg.Args...)
 	cmd.Env = childEnv(envList(cfg.Env)) // never the worker's secrets: see childenv.go
 	cmd.Dir = cfg.Cwd
@@ -95,7 +96,7 @@ func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, onTo
 		p.waitErr = cmd.Wait()
 		close(p.done)
 	}()
-	out := &lineBound{r: outR, left: maxMessageBytes, onTooLarge: onTooLarge}
+	out := &lineBound{b: &limitedBody{ReadCloser: outR, left: maxMessageBytes, perLine: true, tooLarge: tooLarge}, onTooLarge: onTooLarge}
 	// No logging reader: the session reads stderr itself (p.stderr), and
 	// mcp-go's Close would otherwise close it under that reader.
 	tr := transport.NewIO(out, inW, nil)
@@ -132,41 +133,30 @@ func (p *stdioProc) end() error {
 	return transport.ErrChildShutdownTimeout
 }
 
-// lineBound reads a stdio server's stdout and ends it (io.EOF) at a line
-// longer than left bytes, after calling onTooLarge, which says why (mcp-go
-// would log any other error as its own).
+// lineBound reads a stdio server's stdout through limitedBody's per-line
+// bound and ends it (io.EOF) at a line over maxMessageBytes, after calling
+// onTooLarge, which says why (mcp-go would log any other error as its own).
 type lineBound struct {
-	r          io.ReadCloser
-	left       int
+	b          *limitedBody
 	onTooLarge func()
 	err        error
 }
 
-func (b *lineBound) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
+func (l *lineBound) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
 	}
-	if b.left <= 0 {
-		b.err = io.EOF
-		_ = b.r.Close() // the server blocks on a full pipe, not on us
-		if b.onTooLarge != nil {
-			b.onTooLarge()
+	n, err := l.b.Read(p)
+	switch {
+	case errors.Is(err, errMessageTooLarge):
+		l.err = io.EOF
+		_ = l.b.Close() // the server blocks on a full pipe, not on us
+		if l.onTooLarge != nil {
+			l.onTooLarge()
 		}
-		return 0, b.err
-	}
-	if len(p) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	for i := n - 1; i >= 0; i-- {
-		if p[i] == '\n' {
-			b.left = maxMessageBytes - (n - 1 - i)
-			return n, err
-		}
-	}
-	b.left -= n
-	if errors.Is(err, os.ErrClosed) {
-		err = io.EOF
+		return n, l.err
+	case errors.Is(err, os.ErrClosed):
+		err = io.EOF // closed by the session's close
 	}
 	return n, err
 }
