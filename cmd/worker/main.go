@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +46,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch cmd {
 	case "-h", "-help", "--help", "help":
+		// "worker help search-eval" is "worker search-eval --help".
+		if len(args) > 1 && cmd == "help" && slices.Contains(subcommands, args[1]) {
+			return run([]string{args[1], "--help"}, stdout, stderr)
+		}
 		err = writeUsage(stdout)
 	case "tokens":
 		err = tokens(args[1:], stdout, stderr)
@@ -55,11 +61,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = serveFromEnv(stderr)
 	default:
 		hint := ""
-		if near := textdist.Closest(cmd, []string{"tokens", "tools", "search-eval", "help"}); near != "" {
+		if near := textdist.Closest(cmd, append(slices.Clone(subcommands), "help")); near != "" {
 			hint = fmt.Sprintf("; did you mean worker %s?", near)
 		}
 		fmt.Fprintf(stderr, "worker: unknown command %q%s (see worker --help)\n", cmd, hint)
 		return 2
+	}
+	if errors.Is(err, errHelped) {
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "worker: %v\n", err)
@@ -70,6 +79,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // flagHint adds to a flag package error for an undefined flag the flag of
 // fs it is probably a typo of.
+// subcommands are the worker's commands besides serving and help.
+var subcommands = []string{"tokens", "tools", "search-eval"}
+
+// parseFlags parses a subcommand's flags. -h and --help print its usage
+// and flags on stdout and report errHelped, which run turns into exit 0:
+// the flag package would call them an error ("flag: help requested").
+func parseFlags(fs *flag.FlagSet, args []string, usage, about string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "usage: %s\n\n%s\n\nflags:\n", usage, about)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return errHelped
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w (usage: %s)", fs.Name(), flagHint(fs, err), usage)
+	}
+	return nil
+}
+
+// errHelped: a subcommand printed its help and did nothing else.
+var errHelped = errors.New("help printed")
+
 func flagHint(fs *flag.FlagSet, err error) error {
 	_, name, ok := strings.Cut(err.Error(), "flag provided but not defined: -")
 	if !ok {
@@ -419,8 +451,9 @@ func tokens(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("tokens: %w (usage: worker tokens [-markdown] CATALOG.json...)", flagHint(fs, err))
+	if err := parseFlags(fs, args, "worker tokens [-markdown] CATALOG.json...",
+		"The tool-definition tokens (o200k_base) of captured catalogs per tool mode: each file a\ntools/list result ({\"tools\": [...]}, as in ../shared/catalogs).", stdout); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return errors.New("tokens: name at least one catalog file")
@@ -437,6 +470,9 @@ func tokens(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		noteSkipped(stderr, "tokens", path, skipped)
+		if name == "" { // a bare tools array or tools/list result: named by its file, as search-eval does
+			name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		}
 		row, err := toolcost.Measure(name, tools, thresholds)
 		if err != nil {
 			return err
@@ -451,8 +487,9 @@ func tools(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("tools: %w (usage: worker tools [-markdown])", flagHint(fs, err))
+	if err := parseFlags(fs, args, "worker tools [-markdown]",
+		"The tool-definition tokens per tool mode of the live servers of JETAGENT_MCP_CONFIG.", stdout); err != nil {
+		return err
 	}
 	s, err := loadToolSettings()
 	if err != nil {

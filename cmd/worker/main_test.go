@@ -537,3 +537,51 @@ func TestUnknownFlagsOneLine(t *testing.T) {
 		})
 	}
 }
+
+// TestSubcommandHelp: -h, --help and "help CMD" print a subcommand's usage
+// and flags on stdout and exit 0, instead of "flag: help requested" and
+// exit 1.
+func TestSubcommandHelp(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"search-eval", "--help"}, []string{"usage: worker search-eval", "QUERIES.jsonl:", "-embed-weight", "-misses"}},
+		{[]string{"search-eval", "a.jsonl", "-h"}, []string{"usage: worker search-eval"}},
+		{[]string{"help", "search-eval"}, []string{"usage: worker search-eval", "-half"}},
+		{[]string{"tokens", "-h"}, []string{"usage: worker tokens", "-markdown"}},
+		{[]string{"help", "tools"}, []string{"usage: worker tools", "JETAGENT_MCP_CONFIG", "-markdown"}},
+		{[]string{"help", "nonsense"}, []string{"worker runs jetagent jobs"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+				t.Fatalf("exit %d, stderr %q", code, stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("help lacks %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+// TestTokensNamesUnnamedCatalogs: a bare tools array has no server name;
+// its row is named by its file, as search-eval names its server.
+func TestTokensNamesUnnamedCatalogs(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "bare-tools.json")
+	if err := os.WriteFile(path, []byte(`[{"name":"ping","description":"Ping.","inputSchema":{"type":"object"}}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"tokens", path}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "bare-tools ") {
+		t.Errorf("no row named by the file:\n%s", stdout.String())
+	}
+}

@@ -41,8 +41,13 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	// Flags may come before or after the files.
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("search-eval: %w (usage: worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--misses] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...)", flagHint(fs, err))
+		if err := parseFlags(fs, args, "worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--misses] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...",
+			"Recall@k and hit@k of search_tools' ranking (the loop's own index and code) on a retrieval set.\n"+
+				"QUERIES.jsonl: one {\"query\", \"gold_tools\": [...]} a line (optional \"gold\": [{\"tool\", \"servers\"}],\n"+
+				"\"acceptable_alternatives\"); each query is one search with the whole request.\n"+
+				"CATALOG.json: a tools/list result, each file one server ({\"server\", \"tools\": [...]}, an\n"+
+				"aggregated file with \"tool_server\", a bare array or a JSON-RPC response).", stdout); err != nil {
+			return err
 		}
 		if fs.NArg() == 0 {
 			break
