@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -98,13 +100,48 @@ func objectArgs(text string) (json.RawMessage, error) {
 		return json.RawMessage(`{}`), nil
 	}
 	var v any
+	// The text is quoted: history carries {} in its place (historyMessage).
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
-		return nil, fmt.Errorf("the arguments are not valid JSON (%w); send the arguments as one JSON object", err)
+		return nil, fmt.Errorf("the arguments are not valid JSON (%w): %s; send the arguments as one JSON object", err, quoteHead(text))
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("the arguments must be a JSON object, got %s", jsonKind(v))
+		return nil, fmt.Errorf("the arguments must be a JSON object, got %s: %s", jsonKind(v), quoteHead(text))
 	}
 	return compactJSON(json.RawMessage(text)), nil
+}
+
+// historyMessage is m, an accepted reply, as history keeps it: a call
+// whose arguments are not one JSON object (blank, invalid, cut off, not
+// an object) keeps {} there. Ollama, vLLM and llama.cpp parse the
+// arguments of every call sent back to them and refuse the whole request
+// otherwise (400 "invalid tool call arguments"), which failed the job one
+// round later; the call's result quotes what the model wrote, and its
+// tool.call event and the journaled answer keep the text as it came.
+func historyMessage(m llm.Message) llm.Message {
+	cloned := false
+	for i, c := range m.ToolCalls {
+		if isObject(strings.TrimSpace(c.Function.Arguments)) {
+			continue
+		}
+		if !cloned {
+			m.ToolCalls, cloned = slices.Clone(m.ToolCalls), true
+		}
+		m.ToolCalls[i].Function.Arguments = "{}"
+	}
+	return m
+}
+
+// quoteHead quotes the first 200 bytes of s, on a rune boundary.
+func quoteHead(s string) string {
+	const n = 200
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
 // unwrapStringArguments turns call_tool's {"arguments":"{...}"} (a common

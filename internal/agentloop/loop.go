@@ -304,7 +304,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 				return j.fail(ctx, c.fatal)
 			}
 		}
-		j.messages = append(j.messages, turn.msg)
+		j.messages = append(j.messages, historyMessage(turn.msg))
 		j.noteCallIDs(turn.msg)
 		j.messages = append(j.messages, toolMsgs...)
 		j.records = append(j.records, recs...)
