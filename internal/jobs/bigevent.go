@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -135,11 +138,47 @@ func (w *Worker) objectChunk() uint32 {
 
 // putObject stores data under name in the transcript bucket, in chunks the
 // server can carry.
+// Each try is bounded and tried again within objectOpBound (and ctx): a
+// stream that has no leader for a moment (a cluster node restarted: "no
+// response from stream") or a request a restarted server swallowed used
+// to fail the one try, and a job then ended without its transcript.
 func (w *Worker) putObject(ctx context.Context, name string, data []byte) error {
-	_, err := w.topo.Transcripts.Put(ctx, jetstream.ObjectMeta{
-		Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: w.objectChunk()},
-	}, bytes.NewReader(data))
-	return err
+	ctx, cancel := context.WithTimeout(ctx, objectOpBound)
+	defer cancel()
+	var last error
+	op := func() error {
+		tctx, cancel := context.WithTimeout(ctx, objectTryTimeout(len(data)))
+		defer cancel()
+		_, err := w.topo.Transcripts.Put(tctx, jetstream.ObjectMeta{
+			Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: w.objectChunk()},
+		}, bytes.NewReader(data))
+		if err == nil {
+			return nil
+		}
+		last = err
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrMaxPayload) {
+			return backoff.Permanent(err) // no other try would do better
+		}
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, time.Second
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		if last != nil {
+			return last // the server's reason, not the bound's
+		}
+		return err
+	}
+	return nil
+}
+
+// objectOpBound bounds storing one object, its tries included.
+const objectOpBound = 10 * time.Second
+
+// objectTryTimeout bounds one try at storing an object of n bytes: a
+// state write's try, and a second more for each 256 KiB.
+func objectTryTimeout(n int) time.Duration {
+	return stateTryTimeout + time.Duration(n>>18)*time.Second
 }
 
 // objectPut is an object on its way into the transcript bucket.

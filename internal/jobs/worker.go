@@ -1183,8 +1183,13 @@ func (w *Worker) storeTranscripts(d delivery, out *Outcome, finished time.Time) 
 	}
 	return func(ctx context.Context) error {
 		stored := len(puts) == len(objs)
-		for _, p := range puts {
-			if err := p.wait(ctx); err != nil {
+		for i, p := range puts {
+			// One try's bound: an ack lost with its request must leave
+			// putObject time to store the object again.
+			tctx, cancel := context.WithTimeout(ctx, objectTryTimeout(len(objs[i].data)))
+			err := p.wait(tctx)
+			cancel()
+			if err != nil {
 				d.log.Warn("transcript publish failed; storing it again", "err", err)
 				stored = false
 			}
