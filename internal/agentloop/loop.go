@@ -344,10 +344,22 @@ func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
 			return "", j.modelErr(replyError(resp))
 		}
 		text, reason := resp.Message.Content, ""
+		// dropped names the calls the reply made instead of answering.
+		var dropped []string
+		for _, c := range resp.Message.ToolCalls {
+			dropped = append(dropped, c.Function.Name)
+		}
 		if j.contentMode != ContentCallsOff {
-			_, text = extractContentCalls(text, round, j.toolSchema)
+			var calls []llm.ToolCall
+			calls, text = extractContentCalls(text, round, j.toolSchema)
+			for _, c := range calls {
+				dropped = append(dropped, c.Function.Name)
+			}
 			if calls, rest := readNearMiss(text, j.toolSchema); len(calls) > 0 {
 				text = rest
+				for _, c := range calls {
+					dropped = append(dropped, c.name)
+				}
 			}
 		}
 		text = answerText(text)
@@ -360,6 +372,12 @@ func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
 		if attempt > 0 {
 			if reason != "" {
 				return "", j.modelErr(fmt.Errorf("%w: %s", ErrMalformedCall, reason))
+			}
+			if len(dropped) > 0 && strings.TrimSpace(text) == "" {
+				// Not "no tool call": the reply had calls, which the last
+				// request can no longer run.
+				return "", j.modelErr(fmt.Errorf("%w, also when asked again: only tool calls (%s), which cannot run: max_rounds (%d) was reached and the last request offered no tools (finish_reason %q)",
+					ErrEmptyResponse, quoteHead(strings.Join(dropped, ", ")), j.rounds, resp.FinishReason))
 			}
 			return "", j.emptyErr(resp)
 		}
