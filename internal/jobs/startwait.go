@@ -273,7 +273,7 @@ func topologyRetryable(ctx context.Context, err error) bool {
 		return false
 	}
 	for _, permanent := range []error{
-		ErrTopology, ErrConfig, nats.ErrNoResponders, jetstream.ErrJetStreamNotEnabled,
+		ErrTopology, ErrConfig, nats.ErrNoResponders, nats.ErrPermissionViolation, jetstream.ErrJetStreamNotEnabled,
 		jetstream.ErrJetStreamNotEnabledForAccount, nats.ErrConnectionClosed,
 	} {
 		if errors.Is(err, permanent) {
@@ -313,6 +313,9 @@ func (w *Worker) ensureTopology(ctx context.Context, js jetstream.JetStream) (*T
 		if err == nil {
 			return t, nil
 		}
+		if perm := permissionDenied(js.Conn()); perm != nil {
+			err = fmt.Errorf("%w: %w%s", err, perm, permissionHint)
+		}
 		if !topologyRetryable(wctx, err) {
 			if last == nil || wctx.Err() == nil {
 				last = err
@@ -337,3 +340,21 @@ func (w *Worker) ensureTopology(ctx context.Context, js jetstream.JetStream) (*T
 	}
 	return nil, err
 }
+
+// permissionDenied is nc's last error when it is a permissions violation.
+// The server does not answer a request it refuses the user: the requester
+// sees a timeout, and the refusal comes only as an asynchronous error. A
+// worker used to take it for a server not answering yet and retry for
+// ever; submit suggested no worker was running.
+func permissionDenied(nc *nats.Conn) error {
+	if nc == nil {
+		return nil
+	}
+	if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
+		return err
+	}
+	return nil
+}
+
+// permissionHint follows a permissions violation in an error.
+const permissionHint = " (the NATS user lacks a permission: it must publish to the JetStream API, $JS.API.>, and to the subjects of the prefix's streams and buckets, and subscribe to its reply inboxes, _INBOX.>)"

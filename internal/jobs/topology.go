@@ -536,13 +536,18 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, n Names, want jetst
 // create or change them (the submit CLI).
 func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topology, error) {
 	t := &Topology{JS: js}
-	hint := "; is a worker running? it creates the streams and buckets at start"
 	var err error
+	fail := func(what string, err error) error {
+		if perm := permissionDenied(js.Conn()); perm != nil {
+			return fmt.Errorf("%s: %w: %w%s", what, err, perm, permissionHint)
+		}
+		return fmt.Errorf("%s: %w; is a worker running? it creates the streams and buckets at start", what, err)
+	}
 	if t.Jobs, err = js.Stream(ctx, n.JobsStream()); err != nil {
-		return nil, fmt.Errorf("stream %s: %w%s", n.JobsStream(), err, hint)
+		return nil, fail("stream "+n.JobsStream(), err)
 	}
 	if t.Events, err = js.Stream(ctx, n.EventsStream()); err != nil {
-		return nil, fmt.Errorf("stream %s: %w%s", n.EventsStream(), err, hint)
+		return nil, fail("stream "+n.EventsStream(), err)
 	}
 	// Another deployment's streams under our names (a prefix that differs
 	// only in case): publishing here would find no stream.
@@ -556,10 +561,10 @@ func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topolo
 		}
 	}
 	if t.State, err = js.KeyValue(ctx, n.StateBucket()); err != nil {
-		return nil, fmt.Errorf("key-value bucket %s: %w%s", n.StateBucket(), err, hint)
+		return nil, fail("key-value bucket "+n.StateBucket(), err)
 	}
 	if t.Transcripts, err = js.ObjectStore(ctx, n.TranscriptBucket()); err != nil {
-		return nil, fmt.Errorf("object store %s: %w%s", n.TranscriptBucket(), err, hint)
+		return nil, fail("object store "+n.TranscriptBucket(), err)
 	}
 	// Older deployments have no journal bucket; clients only read it.
 	if kv, err := js.KeyValue(ctx, n.JournalBucket()); err == nil {
