@@ -67,7 +67,8 @@
 // mapped onto the one tool they fit, "null", fenced or twice-encoded
 // arguments unwrapped, and a call repeated under one id in a reply run
 // once; the transcript shows the call as it ran (arguments that are not
-// one JSON object as {}, the servers' templates parse them). Tool
+// one JSON object as {}, the servers' templates parse them), with the
+// reasoning the server sent beside it (an answer's is dropped). Tool
 // output above Config.MaxToolOutput is truncated for the model with a note;
 // the tool.result event carries all of it.
 //

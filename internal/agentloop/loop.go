@@ -527,7 +527,10 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		if err != nil {
 			return turn{}, err
 		}
-		msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content, ToolCalls: resp.Message.ToolCalls}
+		// The reasoning goes with a turn of calls: thinking-mode servers
+		// refuse a request whose tool-call turn lacks what they sent.
+		msg := llm.Message{Role: llm.RoleAssistant, Content: resp.Message.Content, ToolCalls: resp.Message.ToolCalls,
+			ReasoningContent: resp.Message.ReasoningContent, Reasoning: resp.Message.Reasoning, ReasoningDetails: resp.Message.ReasoningDetails}
 		msg, origin := j.readContent(msg, round)
 		// reask sends the corrective request, or ends the job when it
 		// was sent already.
@@ -544,7 +547,9 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			if answer := answerText(msg.Content); strings.TrimSpace(answer) != "" {
 				reason := j.debris(answer)
 				if reason == "" {
-					msg.Content = answer
+					// An answer's reasoning is not needed again (servers drop
+					// earlier turns' reasoning).
+					msg.Content, msg.ReasoningContent, msg.Reasoning, msg.ReasoningDetails = answer, nil, nil, nil
 					return turn{msg: msg}, nil
 				}
 				if err := reask(reason); err != nil {

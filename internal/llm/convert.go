@@ -8,6 +8,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/respjson"
 )
 
 // permissiveParameters replaces an absent or null schema: providers reject
@@ -67,19 +68,50 @@ func messageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 			a.Content.OfString = param.NewOpt(m.Content)
 		}
 		for _, c := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: c.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-						Name: c.Function.Name, Arguments: c.Function.Arguments,
-					},
+			fc := &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: c.ID,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+					Name: c.Function.Name, Arguments: c.Function.Arguments,
 				},
-			})
+			}
+			if extra := rawFields("extra_content", c.ExtraContent); extra != nil {
+				fc.SetExtraFields(extra)
+			}
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: fc})
+		}
+		if extra := rawFields("reasoning_content", m.ReasoningContent, "reasoning", m.Reasoning, "reasoning_details", m.ReasoningDetails); extra != nil {
+			a.SetExtraFields(extra)
 		}
 		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 	default:
 		return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
 	}
+}
+
+// rawFields maps names to the JSON values given after each, leaving out
+// absent ones (nil when all are).
+func rawFields(kv ...any) map[string]any {
+	var out map[string]any
+	for i := 0; i+1 < len(kv); i += 2 {
+		if v := kv[i+1].(json.RawMessage); len(v) > 0 {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[kv[i].(string)] = v
+		}
+	}
+	return out
+}
+
+// rawField is the JSON value of a field the SDK does not know, as the
+// server sent it; nil for none or null.
+func rawField(f respjson.Field) json.RawMessage {
+	// Not f.Valid(): the SDK marks a field it has no type for invalid.
+	raw := strings.TrimSpace(f.Raw())
+	if raw == "" || raw == "null" || !json.Valid([]byte(raw)) {
+		return nil
+	}
+	return json.RawMessage(raw)
 }
 
 // wireTool is the OpenAI "tools" element; field order is the wire order.
@@ -138,6 +170,15 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		if call.Type == "" {
 			call.Type = "function"
 		}
+		// The union keeps no extra fields: they are read from its JSON.
+		var extra struct {
+			ExtraContent json.RawMessage `json:"extra_content"`
+		}
+		if raw := tc.RawJSON(); strings.Contains(raw, `"extra_content"`) && json.Unmarshal([]byte(raw), &extra) == nil {
+			if v := bytes.TrimSpace(extra.ExtraContent); len(v) > 0 && !bytes.Equal(v, []byte("null")) {
+				call.ExtraContent = v
+			}
+		}
 		msg.ToolCalls = append(msg.ToolCalls, call)
 	}
 	//nolint:staticcheck // deliberately read: the deprecated field is what those servers send
@@ -146,6 +187,10 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		// instead of tool_calls: the same call, without an id.
 		msg.ToolCalls = []ToolCall{{Type: "function", Function: FunctionCall{Name: fc.Name, Arguments: fc.Arguments}}}
 	}
+	extra := ch.Message.JSON.ExtraFields
+	msg.ReasoningContent = rawField(extra["reasoning_content"])
+	msg.Reasoning = rawField(extra["reasoning"])
+	msg.ReasoningDetails = rawField(extra["reasoning_details"])
 	return Response{
 		Message:      msg,
 		FinishReason: ch.FinishReason,

@@ -30,7 +30,9 @@
 // HTML or text, an event stream, JSON that is not a completion, or a body
 // beyond Config.MaxReplyBytes fails at once with [ErrBadReply], which
 // quotes the start of the body. Content sent as an array of parts is read
-// as its text parts, and a legacy function_call as a tool call.
+// as its text parts, and a legacy function_call as a tool call. A
+// message's reasoning_content, reasoning and reasoning_details, and a
+// call's extra_content, are kept as they came and sent back with them.
 //
 // The environment is never read here (openai-go's OPENAI_* defaults are
 // bypassed): the caller passes everything in [Config].

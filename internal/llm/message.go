@@ -20,6 +20,16 @@ type Message struct {
 	// Name is the tool name on role "tool" messages (informational; providers
 	// ignore it, but it makes transcripts readable).
 	Name string `json:"name,omitempty"`
+	// The reasoning a server returned beside an assistant message, each
+	// JSON value as it came, and sent back with the message: thinking-mode
+	// servers refuse a request whose tool-call turn lacks it (DeepSeek,
+	// Kimi and GLM: 400 "reasoning_content ... must be passed back").
+	// reasoning_content is DeepSeek's, Kimi's, GLM's, vLLM's and
+	// llama.cpp's name; reasoning and reasoning_details OpenRouter's
+	// (reasoning also Ollama's and newer vLLM's).
+	ReasoningContent json.RawMessage `json:"reasoning_content,omitempty"`
+	Reasoning        json.RawMessage `json:"reasoning,omitempty"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details,omitempty"`
 }
 
 // ToolCall is an assistant's request to run one function.
@@ -27,6 +37,11 @@ type ToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"` // always "function"
 	Function FunctionCall `json:"function"`
+	// ExtraContent is the call's provider data, as it came, sent back with
+	// the call: Gemini's {"google": {"thought_signature": ...}}, without
+	// which Gemini 3 refuses the next request ("Function call is missing a
+	// thought_signature").
+	ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 }
 
 // FunctionCall names the function and carries its arguments as the JSON text

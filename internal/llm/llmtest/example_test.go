@@ -43,7 +43,7 @@ func Example() {
 		fmt.Println(r.N, r.Model, r.Messages[0].Content)
 	}
 	// Output:
-	// tool_calls: "" [{call_1_0 function {get_weather {"city":"Oslo"}}}]
+	// tool_calls: "" [{call_1_0 function {get_weather {"city":"Oslo"}} []}]
 	// stop: "It is sunny in Oslo." []
 	// 1 demo Weather in Oslo?
 	// 2 demo Weather in Oslo?

@@ -352,6 +352,10 @@ type wireMessage struct {
 	ToolCalls  []llm.ToolCall  `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
 	Name       string          `json:"name"`
+
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	ReasoningDetails json.RawMessage `json:"reasoning_details"`
 }
 
 type wireTool struct {
@@ -378,6 +382,7 @@ func decodeRequest(raw []byte, h http.Header) (RecordedRequest, bool, error) {
 		}
 		rec.Messages = append(rec.Messages, llm.Message{
 			Role: m.Role, Content: content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
+			ReasoningContent: m.ReasoningContent, Reasoning: m.Reasoning, ReasoningDetails: m.ReasoningDetails,
 		})
 	}
 	if len(wr.Tools) > 0 && !bytes.Equal(wr.Tools, []byte("null")) {
