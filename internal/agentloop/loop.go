@@ -572,6 +572,12 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		fromText := false
 		for i, tc := range msg.ToolCalls {
 			calls[i] = j.prepare(tc)
+			if classifyFinish(resp.FinishReason) == finishLength && calls[i].args == nil && calls[i].entry != nil {
+				// Not the model's slip: asked again the same way, the call
+				// would be cut off again.
+				calls[i].fault += fmt.Sprintf(" (the reply was cut off at the output token limit, finish_reason %q, inside these arguments: "+
+					"make the call smaller, or do the work in several calls)", resp.FinishReason)
+			}
 			if len(calls[i].invalid) > 0 {
 				invalid = append(invalid, calls[i])
 				fromText = fromText || origin[i] != ""
