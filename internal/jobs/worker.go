@@ -756,7 +756,13 @@ func (w *Worker) run(d delivery) {
 	defer w.states.release(d.id)
 
 	ctx, cancel := opContext()
-	if owner, err := w.liveOwner(ctx, d); err != nil || owner != nil {
+	owner, err := w.liveOwner(ctx, d)
+	for try := 0; err != nil && w.keepLastDelivery(d, try, err); try++ {
+		cancel()
+		ctx, cancel = opContext()
+		owner, err = w.liveOwner(ctx, d)
+	}
+	if err != nil || owner != nil {
 		cancel()
 		if err != nil {
 			d.log.Error("claim failed; handing the job back", "err", err)
@@ -773,7 +779,7 @@ func (w *Worker) run(d delivery) {
 	now := time.Now().UTC()
 	var tookOver, ranBefore bool
 	delivered, attempt := d.attempt, d.attempt
-	_, err := w.states.update(ctx, d.id, func(cur *State) (*State, error) {
+	claimState := func(cur *State) (*State, error) {
 		tookOver, attempt, ranBefore = false, delivered, false
 		st := &State{CreatedAt: now}
 		if cur != nil {
@@ -813,7 +819,13 @@ func (w *Worker) run(d delivery) {
 		st.Queue, st.Status, st.Attempt, st.Worker = d.queue, StatusRunning, attempt, w.cfg.WorkerID
 		st.Task, st.StreamSeq, st.StartedAt = summary(d.job.Task), d.seq, now
 		return st, nil
-	})
+	}
+	_, err = w.states.update(ctx, d.id, claimState)
+	for try := 0; claimFailed(err) && w.keepLastDelivery(d, try, err); try++ {
+		cancel()
+		ctx, cancel = opContext()
+		_, err = w.states.update(ctx, d.id, claimState)
+	}
 	cancel()
 	switch {
 	case errors.Is(err, errFinal):
@@ -903,6 +915,51 @@ func (w *Worker) run(d delivery) {
 		w.exhausted(d, runErr)
 	default:
 		w.settle(d, out, StatusFailed, oneLine(runErr.Error()))
+	}
+}
+
+// claimFailed says whether a claim's state write failed to reach or fit
+// the store, rather than deciding not to run the delivery.
+func claimFailed(err error) bool {
+	for _, decided := range []error{errFinal, errDuplicate, errReused, errQueued, errCancelled} {
+		if errors.Is(err, decided) {
+			return false
+		}
+	}
+	return err != nil
+}
+
+// keepLastDelivery keeps a job's last allowed delivery while what it needs
+// written cannot be (the store full, "insufficient resources", or away):
+// the delivery is marked in progress every heartbeat for the try-th retry
+// delay, then true says to try again. Handed back, the last delivery was
+// the end of the job: only the server's max-deliveries advisory was left,
+// and a full store refuses that too, so the job stayed queued or running
+// for ever, with no dead letter. It reports false, to hand the delivery
+// back as before, for an earlier delivery and once running jobs are
+// stopped (the shutdown grace is over).
+func (w *Worker) keepLastDelivery(d delivery, try int, err error) bool {
+	if d.deliveries < w.cfg.Topology.MaxDeliver || w.jobsCtx.Err() != nil {
+		return false
+	}
+	wait := w.retryDelay(try + 1)
+	d.log.Error("the job's last delivery cannot be settled; keeping it and trying again", "err", err, "in", wait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	beat := time.NewTicker(w.cfg.Heartbeat)
+	defer beat.Stop()
+	_ = d.msg.InProgress()
+	for {
+		select {
+		case <-w.jobsCtx.Done():
+			return false
+		case <-beat.C:
+			if err := d.msg.InProgress(); err != nil {
+				d.log.Warn("heartbeat failed", "err", err)
+			}
+		case <-timer.C:
+			return true
+		}
 	}
 }
 
@@ -1275,9 +1332,15 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 // retryable error.
 func (w *Worker) exhausted(d delivery, runErr error) {
 	ctx, cancel := opContext()
-	defer cancel()
+	defer func() { cancel() }() // the last context, renewed per try
 	reason := cutReason(oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.cfg.Topology.MaxDeliver, runErr)))
-	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
+	err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
+	for try := 0; err != nil && w.keepLastDelivery(d, try, err); try++ {
+		cancel()
+		ctx, cancel = opContext()
+		err = w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
+	}
+	if err != nil {
 		d.log.Error("dead-letter copy failed; handing the job back", "err", err)
 		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
 		return

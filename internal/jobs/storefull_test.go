@@ -1,0 +1,114 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
+)
+
+// A server whose JetStream store is full (max_file_store reached by
+// another stream) refuses every write: a job's claim fails, and each
+// failure handed the delivery back, so the job's deliveries ran out in
+// seconds. The last one was the end of it: the server's max-deliveries
+// advisory, the dead-letter safety net, was refused by the full store as
+// well, and once an operator freed room the job stayed queued for ever
+// (or running, when an attempt had begun), with its message in the
+// stream and no dead letter (a probe with a stock nats-server). The last
+// delivery is now kept, and claimed once the store has room again.
+func TestLastDeliveryKeptWhileTheStoreIsFull(t *testing.T) {
+	t.Parallel()
+	o := natstest.Options(t.TempDir())
+	o.JetStreamMaxStore = 4 << 20
+	s := natstest.StartWith(t, o)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 2}
+	if _, err := EnsureTopology(ctx, js, topo, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, nc)
+	const id = "full-1"
+	if _, err := c.Submit(ctx, &Job{ID: id, Task: "echo:done"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another tenant fills the store.
+	fill, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 256<<10)
+	for i := 0; ; i++ {
+		_, err := js.Publish(ctx, "fill", chunk)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
+			break
+		}
+		if err != nil || i > 100 {
+			t.Fatalf("filling the store: %d messages, then %v", i, err)
+		}
+	}
+	rec, log := newRecordLog()
+	r := newTestRunner()
+	startWorker(t, nc, Config{Runner: r, WorkerID: "w1", Logger: log, Topology: topo})
+	// Both deliveries failed to claim the job: the first handed back, the
+	// last kept (before: handed back too).
+	failed := func(l string) bool {
+		return strings.Contains(l, "claim failed") || strings.Contains(l, "last delivery cannot be settled")
+	}
+	for {
+		rec.mu.Lock()
+		n, added := 0, rec.added
+		for _, l := range rec.lines {
+			if failed(l) {
+				n++
+			}
+		}
+		lines := strings.Join(rec.lines, "\n")
+		rec.mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		select {
+		case <-added:
+		case <-ctx.Done():
+			t.Fatalf("the claims did not fail; log:\n%s", lines)
+		}
+	}
+	if r.runCount(id) != 0 {
+		t.Fatal("the job ran with the store full")
+	}
+	// The operator frees room.
+	if err := js.DeleteStream(ctx, fill.CachedInfo().Config.Name); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := c.states.wait(wctx, id, func(s *State) bool { return s.Status.Terminal() })
+	if err != nil {
+		cur, _, _ := c.states.get(ctx, id)
+		t.Fatalf("the job did not end once the store had room (state %+v): %v", cur, err)
+	}
+	if st.Status != StatusSucceeded || st.Attempt != 2 {
+		t.Errorf("state %s attempt %d (%s), want succeeded attempt 2", st.Status, st.Attempt, st.Error)
+	}
+	if n := r.runCount(id); n != 1 {
+		t.Errorf("ran %d times", n)
+	}
+	if dls := streamMsgs(t, nc, c.names.DLQStream(), ""); len(dls) != 0 {
+		t.Errorf("%d dead letters", len(dls))
+	}
+}
+
+// jsInsufficientResources is the JetStream API's "insufficient
+// resources" (the store or memory limit reached).
+const jsInsufficientResources jetstream.ErrorCode = 10023
