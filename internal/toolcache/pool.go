@@ -123,6 +123,9 @@ type options struct {
 	notify     func(server string, n mcp.JSONRPCNotification)
 	// healthHook sees every health check's outcome (tests).
 	healthHook func(server string, ev healthEvent)
+	// acquireHook runs when a call starts waiting for a server's session
+	// (tests).
+	acquireHook func(server string)
 }
 
 // healthEvent is one health check's outcome.
@@ -380,9 +383,13 @@ type serverConn struct {
 	firstDone chan struct{}
 	resync    chan struct{} // buffered 1: coalesces list_changed bursts
 
-	mu       sync.Mutex
-	sess     *session      // current shared session; nil while (re)connecting
-	ready    chan struct{} // closed when sess is set; replaced when it dies
+	mu   sync.Mutex
+	sess *session // current shared session; nil while (re)connecting
+	// ready is closed when sess is set, and replaced when it dies; failed
+	// is closed (and replaced) when a connection attempt fails, so that
+	// calls waiting for that attempt give up with its error.
+	ready    chan struct{}
+	failed   chan struct{}
 	state    string
 	lastErr  error
 	since    time.Time
@@ -397,6 +404,7 @@ func newServerConn(p *Pool, name string, cfg ServerConfig, inproc *server.MCPSer
 		firstDone: make(chan struct{}),
 		resync:    make(chan struct{}, 1),
 		ready:     make(chan struct{}),
+		failed:    make(chan struct{}),
 		state:     StateConnecting,
 		since:     time.Now(),
 	}
@@ -435,6 +443,16 @@ func (c *serverConn) status() ServerStatus {
 func (c *serverConn) setState(state string, err error) {
 	c.mu.Lock()
 	c.state, c.lastErr, c.since = state, err, time.Now()
+	c.mu.Unlock()
+}
+
+// attemptFailed records a failed connection attempt and wakes the calls
+// waiting for it.
+func (c *serverConn) attemptFailed(err error) {
+	c.mu.Lock()
+	c.state, c.lastErr, c.since = StateFailed, err, time.Now()
+	close(c.failed)
+	c.failed = make(chan struct{})
 	c.mu.Unlock()
 }
 
@@ -480,7 +498,7 @@ func (c *serverConn) run() {
 			s, err := c.connect(c.p.ctx)
 			if err != nil && c.p.ctx.Err() == nil {
 				// Before firstDone: NewPool's caller sees the failure in Status.
-				c.setState(StateFailed, err)
+				c.attemptFailed(err)
 			}
 			if first {
 				first = false
@@ -671,11 +689,12 @@ func (c *serverConn) setTools(tools []Tool) {
 }
 
 // acquire returns the live shared session, waiting while one is being
-// (re)connected; it fails fast while the server is failing.
+// (re)connected; it fails fast while the server is failing, and as soon as
+// the attempt it waits for fails: later attempts may fail for as long.
 func (c *serverConn) acquire(ctx context.Context) (*session, error) {
 	for {
 		c.mu.Lock()
-		s, ready, state, lastErr := c.sess, c.ready, c.state, c.lastErr
+		s, ready, failed, state, lastErr := c.sess, c.ready, c.failed, c.state, c.lastErr
 		c.mu.Unlock()
 		switch {
 		case s != nil:
@@ -685,8 +704,19 @@ func (c *serverConn) acquire(ctx context.Context) (*session, error) {
 		case state == StateFailed:
 			return nil, fmt.Errorf("%w: server %q: %w", ErrServerUnavailable, c.name, lastErr)
 		}
+		if h := c.p.opts.acquireHook; h != nil {
+			h(c.name)
+		}
 		select {
 		case <-ready:
+		case <-failed:
+			c.mu.Lock()
+			s, lastErr := c.sess, c.lastErr // another attempt may have begun, or even succeeded
+			c.mu.Unlock()
+			if s != nil {
+				return s, nil
+			}
+			return nil, fmt.Errorf("%w: server %q: %w", ErrServerUnavailable, c.name, lastErr)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("server %q: waiting for a session (%s): %w", c.name, state, ctx.Err())
 		case <-c.p.ctx.Done():

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,6 +267,87 @@ func TestHTTPSessionExpired(t *testing.T) {
 	}
 	if st := p.Status()[0]; st.Connects != 2 {
 		t.Errorf("connects = %d, want 2 (reconnected after 404)", st.Connects)
+	}
+}
+
+// TestCallsGiveUpWithTheFailedAttempt: calls that find the server
+// reconnecting wait for that attempt, and fail with its error when it fails.
+// They waited for a session until their own context ended instead: a job's
+// whole timeout, for a server whose every attempt failed (here an HTTP
+// server restarted wedged: it forgets the session and its initialize hangs
+// until the connect timeout).
+func TestCallsGiveUpWithTheFailedAttempt(t *testing.T) {
+	t.Parallel()
+	sw := &swapHandler{}
+	sw.set(server.NewStreamableHTTPServer(newTestMCPServer("web"), server.WithStateful(true)))
+	ts := httptest.NewServer(sw)
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	initialize := make(chan struct{}, 10) // an initialize reached the wedged server
+	release := make(chan struct{})        // then it answers 500
+	wedged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || !strings.Contains(string(body), `"initialize"`) {
+			http.Error(w, "no such session", http.StatusNotFound)
+			return
+		}
+		select {
+		case initialize <- struct{}{}:
+		default: // later attempts
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "wedged", http.StatusInternalServerError)
+	})
+	waiting := make(chan string, 10) // a call started waiting for a session
+	s := DefaultSettings()
+	s.HealthInterval = 0
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"web": {URL: ts.URL + "/mcp"}}}, WithSettings(s),
+		func(o *options) { o.acquireHook = func(string) { waiting <- "web" } })
+	v := newTestView(t, p, nil, nil, nil)
+	call(t, v, "echo", map[string]any{"text": "before"})
+	sw.set(wedged)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type outcome struct {
+		what string
+		err  error
+	}
+	done := make(chan outcome, 3)
+	start := func(what string, f func() error) {
+		go func() { done <- outcome{what, f()} }()
+		waitFor(t, waiting, "web", what+" waiting for a session")
+	}
+	// Refused with 404, it is sent again once there is a session.
+	start("the refused call", func() error {
+		_, err := v.CallTool(ctx, "echo", json.RawMessage(`{"text":"refused"}`))
+		return err
+	})
+	select {
+	case <-initialize:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no reconnection attempt")
+	}
+	// Arriving while the attempt runs.
+	start("a new call", func() error {
+		_, err := v.CallTool(ctx, "echo", json.RawMessage(`{"text":"new"}`))
+		return err
+	})
+	start("a resource list", func() error {
+		_, err := v.ListResources(ctx)
+		return err
+	})
+	close(release)
+	for range 3 {
+		o := <-done
+		if !errors.Is(o.err, ErrServerUnavailable) || !strings.Contains(o.err.Error(), "500") || ctx.Err() != nil {
+			t.Errorf("%s: %v, want the failed attempt's error (ErrServerUnavailable, 500)", o.what, o.err)
+		}
 	}
 }
 

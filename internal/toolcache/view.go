@@ -222,9 +222,11 @@ func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) 
 	if errors.Is(err, ErrSessionLost) && errors.Is(err, transport.ErrSessionTerminated) {
 		// The server answered 404 for an expired HTTP session: the request
 		// was refused, not run, so it is safe to send again on a new session.
-		if s, err2 := v.session(ctx, c); err2 == nil {
-			return s.callTool(ctx, t.Original, args)
+		s, err2 := v.session(ctx, c)
+		if err2 != nil {
+			return Result{}, err2 // not run; why there is no session is the news
 		}
+		return s.callTool(ctx, t.Original, args)
 	}
 	return res, err
 }
