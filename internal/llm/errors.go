@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,7 +123,7 @@ func providerMessage(body []byte) (msg, typ, code string) {
 	var shaped struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(body, &shaped) == nil && len(shaped.Error) > 0 {
+	if json.Unmarshal(firstOfArray(body), &shaped) == nil && len(shaped.Error) > 0 {
 		var obj struct {
 			Message string          `json:"message"`
 			Type    string          `json:"type"`
@@ -140,6 +141,20 @@ func providerMessage(body []byte) (msg, typ, code string) {
 		body = body[:4<<10]
 	}
 	return strings.ToValidUTF8(strings.TrimSpace(string(body)), ""), "", ""
+}
+
+// firstOfArray is the first element of a JSON array (Google's APIs, Gemini's
+// OpenAI-compatible endpoint among them, send [{"error": {...}}]), else body.
+func firstOfArray(body []byte) []byte {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return body
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(trimmed, &elems) != nil || len(elems) == 0 {
+		return body
+	}
+	return elems[0]
 }
 
 // jsonScalar is a JSON string's text, or another value's JSON ("429"), or ""
