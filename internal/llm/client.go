@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,6 +151,13 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		a.failed(err)
 		return nil, err
 	case res.StatusCode >= 400:
+		if _, ok := retryAfter(res.Header, time.Now()); !ok {
+			if wait, ok := googleRetryDelay(body); ok {
+				// openai-go waits as the headers say: the body's wait
+				// becomes one, so the SDK honours it (and MaxRetryDelay).
+				res.Header.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+			}
+		}
 		e := newAPIError(res, body)
 		e.Hint = versionlessHint(e.Status, a.cfg.BaseURL)
 		a.failed(e)

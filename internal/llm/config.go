@@ -39,7 +39,8 @@ type Config struct {
 	// MaxRetryDelay bounds each wait between attempts (0:
 	// DefaultMaxRetryDelay). Without a Retry-After, openai-go waits 0.5 s,
 	// 1 s, 2 s... (less up to a quarter of jitter), at most MaxRetryDelay; a
-	// provider's Retry-After or retry-after-ms replaces that wait, and one
+	// provider's Retry-After or retry-after-ms (or the retryDelay of a
+	// Google error body) replaces that wait, and one
 	// longer than MaxRetryDelay ends the retries at once with the provider's
 	// error (still Retryable: the job can come back later).
 	MaxRetryDelay time.Duration

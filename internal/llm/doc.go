@@ -11,7 +11,8 @@
 // 429, 408/409, 5xx (x-should-retry overrides the status either way),
 // connection errors and attempts that outlive Config.Timeout are retried
 // with the SDK's exponential backoff, and a provider's Retry-After (seconds
-// or RFC 1123 date) or retry-after-ms replaces the backoff for that wait, up to
+// or RFC 1123 date), retry-after-ms, or a Google error body's RetryInfo
+// retryDelay (Gemini sends no header) replaces the backoff for that wait, up to
 // Config.MaxRetryDelay (a longer one ends the retries). A middleware sees
 // each attempt: it applies Config.Timeout to that attempt alone, turns the
 // outcome into this package's errors and reports retries to Config.OnRetry.

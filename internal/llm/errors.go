@@ -157,6 +157,35 @@ func firstOfArray(body []byte) []byte {
 	return elems[0]
 }
 
+// googleRetryDelay is the wait a Google error body asks for: the
+// retryDelay of its google.rpc.RetryInfo detail (a protobuf duration,
+// "17s"), which Gemini sends with a 429 instead of a Retry-After header.
+func googleRetryDelay(body []byte) (time.Duration, bool) {
+	if !bytes.Contains(body, []byte("RetryInfo")) {
+		return 0, false
+	}
+	var e struct {
+		Error struct {
+			Details []struct {
+				Type       string `json:"@type"`
+				RetryDelay string `json:"retryDelay"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(firstOfArray(body), &e) != nil {
+		return 0, false
+	}
+	for _, d := range e.Error.Details {
+		if !strings.HasSuffix(d.Type, "google.rpc.RetryInfo") || !strings.HasSuffix(d.RetryDelay, "s") {
+			continue
+		}
+		if wait, err := time.ParseDuration(d.RetryDelay); err == nil && wait >= 0 {
+			return wait, true
+		}
+	}
+	return 0, false
+}
+
 // jsonScalar is a JSON string's text, or another value's JSON ("429"), or ""
 // for null or nothing.
 func jsonScalar(raw json.RawMessage) string {
