@@ -1083,7 +1083,7 @@ func (w *Worker) startAttempt(d *delivery) {
 // settle ends a job for good: transcript, state, terminal event, ack.
 func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string) {
 	ctx, cancel := opContext()
-	defer cancel()
+	defer func() { cancel() }() // the last context (renewed after the flush)
 	finished := time.Now()
 	res := &Result{
 		ID: d.id, Queue: d.queue, Status: status, Error: errText, Attempt: d.attempt,
@@ -1103,6 +1103,11 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		transcripts = w.storeTranscripts(d, out, finished)
 	}
 	w.flushEvents(ctx, d)
+	// Events the stream refuses (full) hold the flush for its whole
+	// bound: what follows gets its own, or the transcripts (and a long
+	// answer's object) failed at once on the spent context.
+	cancel()
+	ctx, cancel = opContext()
 	if transcripts != nil {
 		if err := transcripts(ctx); err != nil {
 			d.log.Error("transcript store failed", "err", err)
