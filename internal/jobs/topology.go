@@ -181,6 +181,10 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 			Name: n.JobsStream(), Description: "jetagent jobs, one subject per queue",
 			Subjects: []string{n.JobsSubject("*")}, Retention: jetstream.WorkQueuePolicy,
 			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, Duplicates: cfg.DuplicateWindow,
+			// An operator's max_msgs or max_bytes then refuses new jobs
+			// (the publisher is told); discarding old dropped queued ones
+			// without a word, their states left queued for ever.
+			Discard: jetstream.DiscardNew,
 		}},
 		{&t.Events, jetstream.StreamConfig{
 			Name: n.EventsStream(), Description: "jetagent job events",
@@ -397,6 +401,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, n Names, want jet
 		}
 		upd := have // keep settings we do not manage (an operator's limits)
 		upd.Subjects, upd.Replicas, upd.Duplicates, upd.MaxAge = want.Subjects, want.Replicas, want.Duplicates, want.MaxAge
+		if want.Discard == jetstream.DiscardNew {
+			upd.Discard = want.Discard
+		}
 		s, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, upd) })
 		if err != nil {
 			return nil, updateFailed("stream "+want.Name, diffs, err)
@@ -420,6 +427,9 @@ func streamDiffs(have, want jetstream.StreamConfig) []string {
 	}
 	if have.MaxAge != want.MaxAge {
 		d = append(d, fmt.Sprintf("max age %s (want %s)", have.MaxAge, want.MaxAge))
+	}
+	if want.Discard == jetstream.DiscardNew && have.Discard != want.Discard {
+		d = append(d, "discard old (want new: at a limit, new messages are refused rather than stored ones dropped)")
 	}
 	return d
 }
