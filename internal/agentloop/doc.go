@@ -50,7 +50,9 @@
 // concurrently (Config.MaxParallelCalls) with results appended in call
 // order. When max_rounds rounds are used up, a last request without tools
 // asks for the final answer (tool calls in that reply are dropped; a reply
-// with nothing else is asked again once). Tool calls that a model writes into its
+// with nothing else is asked again once); a server that refuses it because
+// the history holds tool calls (LiteLLM for Anthropic and Bedrock) gets it
+// with the tools and tool_choice "none". Tool calls that a model writes into its
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
 // [TOOL_CALLS], fenced or bare JSON) are recognised, and near misses of
 // them (damaged tags, broken braces or quotes, Python-style and ReAct

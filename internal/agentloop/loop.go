@@ -333,8 +333,17 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 // once, ephemerally.
 func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
 	msgs := j.messages
+	var tools []llm.Tool
+	toolToks, choice := 0, ""
 	for attempt := 0; ; attempt++ {
-		resp, err := j.complete(ctx, round, attempt, msgs, nil, 0)
+		resp, err := j.complete(ctx, round, attempt, msgs, tools, toolToks, choice)
+		if err != nil && tools == nil && len(j.tools) > 0 && toolsRequired(err) {
+			// A server that refuses tool calls in history without tools
+			// (LiteLLM in front of Anthropic or Bedrock, Bedrock itself)
+			// gets them, none to be called.
+			tools, toolToks, choice = j.tools, j.toolToks, "none"
+			resp, err = j.complete(ctx, round, attempt, msgs, tools, toolToks, choice)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -446,9 +455,24 @@ func (j *job) checkpoint(ctx context.Context) {
 	}
 }
 
+// toolsRequired reports whether err is a server's refusal of a request
+// that offers no tools while its history holds tool calls: LiteLLM's
+// "doesn't support tool calling without `tools=` param specified" (for
+// Anthropic, Bedrock, Vertex), Bedrock's "The toolConfig field must be
+// defined when using toolUse and toolResult content blocks".
+func toolsRequired(err error) bool {
+	var apiErr *llm.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status < 400 || apiErr.Status >= 500 {
+		return false
+	}
+	m := strings.ToLower(apiErr.Message)
+	return strings.Contains(m, "tools=") || strings.Contains(m, "toolconfig")
+}
+
 // complete sends one request and accounts for it. fullToks is what full
 // mode would have sent for it (0 for the tool-less final request).
-func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Message, tools []llm.Tool, toolToks int) (llm.Response, error) {
+// toolChoice is the request's tool_choice ("" for none sent).
+func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Message, tools []llm.Tool, toolToks int, toolChoice string) (llm.Response, error) {
 	fullToks := 0
 	if tools != nil {
 		fullToks = j.fullToks
@@ -462,7 +486,7 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 	})
 	j.usage.ToolDefTokens += int64(toolToks)
 	j.usage.FullModeToolDefTokens += int64(fullToks)
-	resp, err := j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools})
+	resp, err := j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools, ToolChoice: toolChoice})
 	if err != nil {
 		return resp, j.modelErr(err)
 	}
@@ -523,7 +547,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		if note != "" {
 			msgs = append(slices.Clone(j.messages), llm.Message{Role: llm.RoleUser, Content: note})
 		}
-		resp, err := j.complete(ctx, round, attempt, msgs, tools, toolToks)
+		resp, err := j.complete(ctx, round, attempt, msgs, tools, toolToks, "")
 		if err != nil {
 			return turn{}, err
 		}
