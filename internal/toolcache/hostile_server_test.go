@@ -32,6 +32,8 @@ import (
 //	              200 characters, a duplicate, an empty name
 //	oddresults    tools/call answers isError without content, content of an
 //	              unknown type, a resource link
+//	schemas       tool definitions mcp-go cannot decode (undecodableTools)
+//	              beside good ones
 //
 // Every server that serves has the tool echo(text). hostileCountEnv, when
 // set, is a file to which each start appends a line (to count restarts).
@@ -39,6 +41,17 @@ const (
 	hostileServerEnv = "TOOLCACHE_TEST_HOSTILE"
 	hostileCountEnv  = "TOOLCACHE_TEST_HOSTILE_COUNT"
 )
+
+// undecodableTools are tool definitions mcp-go's mcp.Tool cannot decode,
+// each named bad_*, and one more definition of echo, which comes first.
+var undecodableTools = []string{
+	`{"name":"echo","inputSchema":"not a schema"}`,
+	`{"name":"bad_string","inputSchema":"x"}`,
+	`{"name":"bad_bool","inputSchema":true}`,
+	`{"name":"bad_type","inputSchema":{"type":5}}`,
+	`{"name":"bad_required","inputSchema":{"type":"object","required":"x"}}`,
+	`{"name":"bad_hint","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":"yes"}}`,
+}
 
 func hostileServer(mode string, env map[string]string) ServerConfig {
 	e := map[string]string{hostileServerEnv: mode, "GORACE": "atexit_sleep_ms=0"}
@@ -124,6 +137,12 @@ func serveHostile(mode string) int {
 			}
 			b.WriteString(`}}`)
 			return []any{echo, map[string]any{"name": "big", "inputSchema": json.RawMessage(b.String())}}, ""
+		case "schemas":
+			var list []any
+			for _, d := range undecodableTools {
+				list = append(list, json.RawMessage(d))
+			}
+			return append(list, echo, json.RawMessage(`{"name":"no_schema"}`)), ""
 		case "names":
 			list = []any{echo}
 			for _, n := range []string{"a.b", "a b", "a/b", "a-b", "日本語", "emoji🙂", "with space", strings.Repeat("x", 200), strings.Repeat("x", 199) + "y", "dup", "dup", ""} {

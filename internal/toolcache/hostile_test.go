@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // logRecords is a slog handler that hands every record to a channel, so a
@@ -477,6 +480,92 @@ func TestHostileHTTPServers(t *testing.T) {
 			v := newTestView(t, p, nil, nil, nil)
 			if res := call(t, v, "echo", map[string]any{"text": "still here"}); res.Text != "still here" {
 				t.Errorf("good echo = %q", res.Text)
+			}
+		})
+	}
+}
+
+// TestUndecodableToolDefinitions: a tool definition mcp-go cannot decode (an
+// inputSchema that is a string or a boolean, a "type" that is a number, a
+// hint that is no boolean) costs that tool, said in the log, not the server:
+// mcp-go decodes a tools/list page whole, so one such tool failed every
+// connection attempt and the server never came up.
+func TestUndecodableToolDefinitions(t *testing.T) {
+	t.Parallel()
+	// An mcp-go server sends any raw input schema (names are unique there,
+	// and its annotations are typed).
+	mcpgo := func() *server.MCPServer {
+		s := newTestMCPServer("schemas")
+		for _, d := range undecodableTools[1:5] {
+			var def struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			}
+			if err := json.Unmarshal([]byte(d), &def); err != nil {
+				t.Fatal(err)
+			}
+			s.AddTool(mcp.NewToolWithRawSchema(def.Name, "", def.InputSchema), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("bad"), nil
+			})
+		}
+		return s
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) ServerConfig
+		bad   []string // the tools left out
+	}{
+		{"stdio", func(*testing.T) ServerConfig { return hostileServer("schemas", nil) },
+			[]string{"echo", "bad_string", "bad_bool", "bad_type", "bad_required", "bad_hint"}},
+		{"http", func(t *testing.T) ServerConfig {
+			ts := httptest.NewServer(server.NewStreamableHTTPServer(mcpgo(), server.WithStateful(true)))
+			t.Cleanup(func() {
+				ts.CloseClientConnections()
+				ts.Close()
+			})
+			return ServerConfig{URL: ts.URL + "/mcp"}
+		}, []string{"bad_string", "bad_bool", "bad_type", "bad_required"}},
+		{"sse", func(t *testing.T) ServerConfig {
+			sse := server.NewSSEServer(mcpgo())
+			ts := httptest.NewServer(sse)
+			server.WithBaseURL(ts.URL)(sse)
+			t.Cleanup(func() {
+				ts.CloseClientConnections()
+				ts.Close()
+			})
+			return ServerConfig{URL: ts.URL + "/sse", Type: TypeSSE}
+		}, []string{"bad_string", "bad_bool", "bad_type", "bad_required"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := DefaultSettings()
+			s.ConnectTimeout, s.HealthInterval = 30*time.Second, 0
+			logs := make(logRecords, 1000)
+			p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": tc.setup(t)}}, WithSettings(s), WithLogger(slog.New(logs)))
+			if st := statusOf(p, "srv"); st.State != StateReady {
+				t.Fatalf("status = %+v, want ready", st)
+			}
+			left := attr(logs.next(t, "MCP tool definitions left out", 10*time.Second), "err").String()
+			for _, name := range tc.bad {
+				if !strings.Contains(left, strconv.Quote(name)) {
+					t.Errorf("left out: %s; %q not named", left, name)
+				}
+				if strings.HasPrefix(name, "bad_") && p.Registry().Has(name) {
+					t.Errorf("%s is listed", name)
+				}
+			}
+			if !p.Registry().Has("no_schema") && tc.name == "stdio" {
+				t.Errorf("a tool without an inputSchema is left out: %v", p.Registry().Names())
+			}
+			// The good definition of echo is the one kept, and it answers.
+			echo, ok := p.Registry().Get("echo")
+			if !ok || !strings.Contains(string(echo.InputSchema), `"text"`) {
+				t.Fatalf("echo = %+v, %v", echo, ok)
+			}
+			v := newTestView(t, p, nil, nil, nil)
+			if res := call(t, v, "echo", map[string]any{"text": "still here"}); res.Text != "still here" {
+				t.Errorf("echo = %q", res.Text)
 			}
 		})
 	}

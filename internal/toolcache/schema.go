@@ -25,6 +25,10 @@ type rawTool struct {
 func toolFromRaw(server string, data json.RawMessage) (Tool, error) {
 	var rt rawTool
 	if err := json.Unmarshal(data, &rt); err != nil {
+		var named struct{ Name string }
+		if json.Unmarshal(data, &named) == nil && named.Name != "" {
+			return Tool{}, fmt.Errorf("tool %q: %w", named.Name, err) // which one the log should say
+		}
 		return Tool{}, fmt.Errorf("tool definition: %w", err)
 	}
 	if rt.Name == "" {

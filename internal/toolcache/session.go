@@ -590,7 +590,8 @@ func (s *session) listTools(ctx context.Context) (tools []Tool, skipped []error,
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.rawToolsList(cp.raw(), res.Tools)
+	pages, undecodable := cp.pages()
+	return s.rawToolsList(pages, undecodable, res.Tools)
 }
 
 // callTool runs tools/call within the session's concurrency limit.

@@ -23,6 +23,10 @@ package toolcache
 //     counts). tapTransport keeps the raw result of every tools/list that
 //     mcp-go's ListTools sends, and rawToolsList decodes the tools from those
 //     bytes.
+//   - Tools mcp.Tool cannot decode (an inputSchema that is a string, a
+//     "type" that is a number): mcp-go fails the whole tools/list over one,
+//     so the tap hands it the page without them (withoutUndecodableTools)
+//     and rawToolsList reports each as left out.
 //   - JSON-RPC error codes. mcp-go turns an error response into a Go error
 //     that keeps the code only for the standard ones; RPCError carries it.
 //   - notifications/cancelled over HTTP and SSE. mcp-go sends it only over
@@ -76,7 +80,11 @@ type captureKey struct{}
 type capture struct {
 	mu      sync.Mutex
 	results []json.RawMessage // raw results, in order
-	rpcErr  *mcp.JSONRPCErrorDetails
+	// undecodable has, for each of results (a tools/list page), the tools
+	// mcp-go could not decode, by their index in the page (see
+	// withoutUndecodableTools); nil where there were none.
+	undecodable []map[int]error
+	rpcErr      *mcp.JSONRPCErrorDetails
 }
 
 func withCapture(ctx context.Context) (context.Context, *capture) {
@@ -96,6 +104,13 @@ func (c *capture) raw() []json.RawMessage {
 	return c.results
 }
 
+// pages is raw with the undecodable tools of each result.
+func (c *capture) pages() ([]json.RawMessage, []map[int]error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.results, c.undecodable
+}
+
 func (t *tapTransport) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 func (t *tapTransport) Close() error                    { return t.inner.Close() }
 func (t *tapTransport) GetSessionId() string            { return t.inner.GetSessionId() }
@@ -109,17 +124,71 @@ func (t *tapTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 		return resp, err
 	}
 	t.s.heard()
-	if c, ok := ctx.Value(captureKey{}).(*capture); ok && resp != nil {
+	if resp == nil {
+		return resp, nil
+	}
+	verbatim := resp.Result
+	var bad map[int]error
+	if resp.Error == nil && req.Method == string(mcp.MethodToolsList) {
+		if kept, b := withoutUndecodableTools(verbatim); b != nil {
+			r := *resp
+			r.Result, bad = kept, b
+			resp = &r // what mcp-go decodes
+		}
+	}
+	if c, ok := ctx.Value(captureKey{}).(*capture); ok {
 		c.mu.Lock()
 		if resp.Error != nil {
 			e := *resp.Error
 			c.rpcErr = &e
 		} else {
-			c.results = append(c.results, resp.Result)
+			c.results = append(c.results, verbatim)
+			c.undecodable = append(c.undecodable, bad)
 		}
 		c.mu.Unlock()
 	}
 	return resp, nil
+}
+
+// withoutUndecodableTools is a tools/list result without the tools that
+// mcp-go cannot decode into mcp.Tool (an inputSchema that is a string or a
+// boolean, a "type" that is a number, a hint that is no boolean), with the
+// decoding error of each by its index; nil, nil when mcp-go can decode the
+// whole result (or when it is no object with a tools array: mcp-go reports
+// that). mcp-go decodes a page whole, so one such tool failed the server's
+// whole list, at every attempt: the server was never connected.
+func withoutUndecodableTools(result json.RawMessage) (json.RawMessage, map[int]error) {
+	var whole mcp.ListToolsResult
+	if json.Unmarshal(result, &whole) == nil {
+		return nil, nil
+	}
+	var page map[string]json.RawMessage
+	var tools []json.RawMessage
+	if json.Unmarshal(result, &page) != nil || json.Unmarshal(page["tools"], &tools) != nil {
+		return nil, nil
+	}
+	bad := map[int]error{}
+	kept := make([]json.RawMessage, 0, len(tools))
+	for i, raw := range tools {
+		var tool mcp.Tool
+		if err := json.Unmarshal(raw, &tool); err != nil {
+			bad[i] = err
+			continue
+		}
+		kept = append(kept, raw)
+	}
+	if len(bad) == 0 {
+		return nil, nil // the trouble is elsewhere in the result
+	}
+	var err error
+	if page["tools"], err = json.Marshal(kept); err != nil {
+		return nil, nil
+	}
+	out, err := json.Marshal(page)
+	if err != nil {
+		return nil, nil
+	}
+	return out, bad
 }
 
 // send is the inner transport's SendRequest, given up on when ctx ends.
@@ -236,21 +305,28 @@ func (s *session) sendCancelled(id mcp.RequestId, cause error) {
 // on 2026-07-28 over HTTP it drops tools whose x-mcp-header annotations are
 // invalid, as the protocol requires, and so does this. Tools whose
 // definitions are unusable are left out and reported in skipped.
-func (s *session) rawToolsList(pages []json.RawMessage, kept []mcp.Tool) (tools []Tool, skipped []error, err error) {
+func (s *session) rawToolsList(pages []json.RawMessage, undecodable []map[int]error, kept []mcp.Tool) (tools []Tool, skipped []error, err error) {
 	keep := make(map[string]bool, len(kept))
 	for _, t := range kept {
 		keep[t.Name] = true
 	}
 	seen := map[string]bool{}
-	for _, raw := range pages {
+	for p, raw := range pages {
 		var page struct {
 			Tools []json.RawMessage `json:"tools"`
 		}
 		if err := json.Unmarshal(raw, &page); err != nil {
 			return nil, nil, fmt.Errorf("server %q: tools/list: %w", s.server, err)
 		}
-		for _, rt := range page.Tools {
+		var bad map[int]error
+		if p < len(undecodable) {
+			bad = undecodable[p]
+		}
+		for i, rt := range page.Tools {
 			t, err := toolFromRaw(s.server, rt)
+			if err == nil && bad[i] != nil {
+				err = fmt.Errorf("tool %q: %w", t.Original, bad[i])
+			}
 			if err != nil {
 				// One broken definition (no name, a schema that is not an
 				// object) costs that tool, not the server's whole list.
