@@ -517,8 +517,13 @@ func (j *job) modelErr(err error) error {
 // emptyErr is ErrEmptyResponse for resp, the reply to the nudge.
 func (j *job) emptyErr(resp llm.Response) error {
 	what := "no text and no tool call"
-	if strings.TrimSpace(resp.Message.Content) != "" {
+	m := resp.Message
+	switch {
+	case strings.TrimSpace(m.Content) != "":
 		what = "only reasoning, no answer"
+	case len(m.ReasoningContent) > 0 || len(m.Reasoning) > 0 || len(m.ReasoningDetails) > 0:
+		// A reasoning parser moved it out of the content.
+		what = "only reasoning (in the reply's reasoning field), no answer"
 	}
 	return j.modelErr(fmt.Errorf("%w, also when asked again: %s (finish_reason %q)", ErrEmptyResponse, what, resp.FinishReason))
 }
