@@ -2,6 +2,7 @@ package llm
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -143,7 +144,13 @@ func normaliseBaseURL(base string) (string, error) {
 		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must be an absolute http(s) URL", shown)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must not have a query or fragment", shown)
+		hint := ""
+		if u.Query().Has("api-version") {
+			// Azure OpenAI's deployment URL, which its portal shows: its
+			// v1 API needs no api-version and takes the key as a bearer.
+			hint = fmt.Sprintf(" (for Azure OpenAI use its v1 API, %s://%s/openai/v1, with the deployment's name as the model)", u.Scheme, u.Host)
+		}
+		return "", cfgerr.Field(ErrConfig, "BaseURL", "BaseURL", "%q must not have a query or fragment%s", shown, hint)
 	}
 	return strings.TrimRight(base, "/") + "/", nil
 }
