@@ -52,7 +52,9 @@
 // asks for the final answer (tool calls in that reply are dropped; a reply
 // with nothing else is asked again once); a server that refuses it because
 // the history holds tool calls (LiteLLM for Anthropic and Bedrock) gets it
-// with the tools and tool_choice "none". Tool calls that a model writes into its
+// with the tools and tool_choice "none". A server that refuses the loop's
+// notes (user messages) right after tool results, as Mistral's format
+// does, gets each appended to the tool result before it instead. Tool calls that a model writes into its
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
 // [TOOL_CALLS], fenced or bare JSON) are recognised, and near misses of
 // them (damaged tags, broken braces or quotes, Python-style and ReAct

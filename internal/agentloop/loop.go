@@ -469,6 +469,37 @@ func toolsRequired(err error) bool {
 	return strings.Contains(m, "tools=") || strings.Contains(m, "toolconfig")
 }
 
+// userAfterToolRefused reports whether err is a server's refusal of a
+// user message right after tool results: Mistral's API and chat format
+// (also Mistral models on vLLM and NIM) want an assistant turn there, and
+// the loop's notes (the final request's, a nudge, a retry's) are user
+// messages.
+func userAfterToolRefused(err error) bool {
+	var apiErr *llm.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status < 400 || apiErr.Status >= 500 {
+		return false
+	}
+	return strings.Contains(strings.ToLower(apiErr.Message), "unexpected role 'user' after role 'tool'")
+}
+
+// foldUserAfterTool returns msgs with each user message that directly
+// follows a tool message appended to that tool message's content instead
+// (ok false when there is none). The model still reads the note, after
+// the results, and the request is one those servers take.
+func foldUserAfterTool(msgs []llm.Message) ([]llm.Message, bool) {
+	var out []llm.Message
+	folded := false
+	for _, m := range msgs {
+		if n := len(out); m.Role == llm.RoleUser && n > 0 && out[n-1].Role == llm.RoleTool {
+			out[n-1].Content += "\n\n" + m.Content
+			folded = true
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, folded
+}
+
 // complete sends one request and accounts for it. fullToks is what full
 // mode would have sent for it (0 for the tool-less final request).
 // toolChoice is the request's tool_choice ("" for none sent).
@@ -477,16 +508,24 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 	if tools != nil {
 		fullToks = j.fullToks
 	}
-	j.emit(ctx, EventLLMRequest, round, map[string]any{
-		"retry":           attempt,
-		"message_count":   len(msgs),
-		"tool_count":      len(tools),
-		"tool_def_tokens": toolToks,
-		"mode":            string(j.mode),
-	})
-	j.usage.ToolDefTokens += int64(toolToks)
-	j.usage.FullModeToolDefTokens += int64(fullToks)
-	resp, err := j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools, ToolChoice: toolChoice})
+	send := func(msgs []llm.Message) (llm.Response, error) {
+		j.emit(ctx, EventLLMRequest, round, map[string]any{
+			"retry":           attempt,
+			"message_count":   len(msgs),
+			"tool_count":      len(tools),
+			"tool_def_tokens": toolToks,
+			"mode":            string(j.mode),
+		})
+		j.usage.ToolDefTokens += int64(toolToks)
+		j.usage.FullModeToolDefTokens += int64(fullToks)
+		return j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools, ToolChoice: toolChoice})
+	}
+	resp, err := send(msgs)
+	if err != nil && userAfterToolRefused(err) {
+		if folded, ok := foldUserAfterTool(msgs); ok {
+			resp, err = send(folded)
+		}
+	}
 	if err != nil {
 		return resp, j.modelErr(err)
 	}
