@@ -117,9 +117,21 @@ func newAPIError(res *http.Response, body []byte) *APIError {
 }
 
 // providerMessage reads an OpenAI-shaped error body ({"error": {"message",
-// "type", "code"}} or {"error": "text"}); any other body (e.g. {"detail":
+// "type", "code"}} or {"error": "text"}, also in a one-element array), or
+// {"object": "error", "message", ...}; any other body (e.g. {"detail":
 // ...}, plain text) is kept as the message itself, up to 4 KiB.
 func providerMessage(body []byte) (msg, typ, code string) {
+	// Older vLLM's and Mistral's API's shape.
+	var flat struct {
+		Error   json.RawMessage `json:"error"`
+		Object  string          `json:"object"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(body, &flat) == nil && len(flat.Error) == 0 && flat.Object == "error" && flat.Message != "" {
+		return flat.Message, flat.Type, jsonScalar(flat.Code)
+	}
 	var shaped struct {
 		Error json.RawMessage `json:"error"`
 	}

@@ -38,3 +38,34 @@ func TestGoogleErrorBody(t *testing.T) {
 		})
 	}
 }
+
+// Older vLLM and Mistral's API send an error as {"object": "error",
+// "message", "type", "code"}: its message is the provider's. Before: the
+// whole body's JSON was.
+func TestFlatErrorBody(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body      string
+		status          int
+		wantMsg, wantTy string
+	}{
+		{name: "vLLM context length", status: 400,
+			body:    `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`,
+			wantMsg: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", wantTy: "BadRequestError"},
+		{name: "Mistral message order", status: 400,
+			body:    `{"object":"error","message":"Unexpected role 'user' after role 'tool'","type":"invalid_request_message_order","param":null,"code":"3230"}`,
+			wantMsg: "Unexpected role 'user' after role 'tool'", wantTy: "invalid_request_message_order"},
+		{name: "no message stays whole", status: 401, body: `{"object":"error","type":"unauthorized"}`,
+			wantMsg: `{"object":"error","type":"unauthorized"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.NewServer(t, llmtest.Reply{Status: tc.status, Body: tc.body})
+			_, err := newClient(t, s, nil).Complete(testCtx(t), userRequest())
+			var apiErr *llm.APIError
+			if !errors.As(err, &apiErr) || apiErr.Status != tc.status || apiErr.Message != tc.wantMsg || apiErr.Type != tc.wantTy {
+				t.Errorf("err = %v (%#v), want message %q, type %q", err, apiErr, tc.wantMsg, tc.wantTy)
+			}
+		})
+	}
+}
