@@ -54,7 +54,9 @@
 // the history holds tool calls (LiteLLM for Anthropic and Bedrock) gets it
 // with the tools and tool_choice "none". A server that refuses the loop's
 // notes (user messages) right after tool results, as Mistral's format
-// does, gets each appended to the tool result before it instead. Tool calls that a model writes into its
+// does, gets each appended to the tool result before it instead; one whose
+// template takes one call a turn (Llama 3's) gets parallel calls as one
+// turn each. Only the request changes: history keeps what happened. Tool calls that a model writes into its
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
 // [TOOL_CALLS], fenced or bare JSON) are recognised, and near misses of
 // them (damaged tags, broken braces or quotes, Python-style and ReAct

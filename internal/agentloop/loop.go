@@ -500,6 +500,58 @@ func foldUserAfterTool(msgs []llm.Message) ([]llm.Message, bool) {
 	return out, folded
 }
 
+// oneCallRefused reports whether err is a chat template's refusal of a
+// turn with several tool calls: Llama 3's ("This model only supports
+// single tool-calls at once!", on vLLM, NIM, llama.cpp; a 400, or a 500
+// that was retried first).
+func oneCallRefused(err error) bool {
+	var apiErr *llm.APIError
+	return errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Message), "only supports single tool-calls")
+}
+
+// splitParallelCalls returns msgs with each assistant turn of several
+// calls given as one turn per call, each followed by its result (ok false
+// when there is none): the same calls and results, in their order.
+func splitParallelCalls(msgs []llm.Message) ([]llm.Message, bool) {
+	var out []llm.Message
+	split := false
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) < 2 {
+			out = append(out, m)
+			continue
+		}
+		split = true
+		var results []llm.Message // the turn's, in order
+		for i+1 < len(msgs) && msgs[i+1].Role == llm.RoleTool {
+			i++
+			results = append(results, msgs[i])
+		}
+		used := make([]bool, len(results))
+		for k, c := range m.ToolCalls {
+			turn := m // the first keeps the text and the reasoning
+			if k > 0 {
+				turn = llm.Message{Role: llm.RoleAssistant}
+			}
+			turn.ToolCalls = []llm.ToolCall{c}
+			out = append(out, turn)
+			for r := range results {
+				if !used[r] && results[r].ToolCallID == c.ID {
+					used[r] = true
+					out = append(out, results[r])
+					break
+				}
+			}
+		}
+		for r := range results {
+			if !used[r] {
+				out = append(out, results[r])
+			}
+		}
+	}
+	return out, split
+}
+
 // complete sends one request and accounts for it. fullToks is what full
 // mode would have sent for it (0 for the tool-less final request).
 // toolChoice is the request's tool_choice ("" for none sent).
@@ -521,9 +573,17 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 		return j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools, ToolChoice: toolChoice})
 	}
 	resp, err := send(msgs)
-	if err != nil && userAfterToolRefused(err) {
-		if folded, ok := foldUserAfterTool(msgs); ok {
-			resp, err = send(folded)
+	// Servers whose chat format refuses a shape of history the loop made
+	// get it once more in a shape they take (the request only).
+	for _, f := range []struct {
+		refused func(error) bool
+		rewrite func([]llm.Message) ([]llm.Message, bool)
+	}{{userAfterToolRefused, foldUserAfterTool}, {oneCallRefused, splitParallelCalls}} {
+		if err != nil && f.refused(err) {
+			if rewritten, ok := f.rewrite(msgs); ok {
+				msgs = rewritten
+				resp, err = send(msgs)
+			}
 		}
 	}
 	if err != nil {
