@@ -34,6 +34,8 @@ import (
 //	              unknown type, a resource link
 //	schemas       tool definitions mcp-go cannot decode (undecodableTools)
 //	              beside good ones
+//	hangresources announces resources and never answers resources/list
+//	              (nor any resources/ request); serves tools and pings
 //
 // Every server that serves has the tool echo(text). hostileCountEnv, when
 // set, is a file to which each start appends a line (to count restarts).
@@ -192,8 +194,12 @@ func serveHostile(mode string) int {
 			if mode == "garbage" {
 				raw("this is not JSON\n{\"jsonrpc\":\"2.0\",\"id\":\n\x00\x01\x02 binary\n[1,2,3]\n\"a string\"\n{}\n")
 			}
+			caps := map[string]any{"tools": map[string]any{"listChanged": true}}
+			if mode == "hangresources" {
+				caps["resources"] = map[string]any{}
+			}
 			reply(map[string]any{"protocolVersion": "2025-11-25", "serverInfo": map[string]any{"name": mode, "version": "0"},
-				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}}})
+				"capabilities": caps})
 		case "tools/list":
 			lists.Add(1)
 			list, next := tools(req.Params.Cursor)
@@ -231,6 +237,10 @@ func serveHostile(mode string) int {
 			}
 		case "ping":
 			reply(map[string]any{})
+		case "resources/list", "resources/templates/list", "resources/read":
+			if mode != "hangresources" {
+				send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
+			}
 		default:
 			send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
 		}

@@ -570,3 +570,43 @@ func TestUndecodableToolDefinitions(t *testing.T) {
 		})
 	}
 }
+
+// TestHungResourceListing: every job lists the resources of its servers
+// before its first model request (the loop's resource bridge). A server that
+// announces resources and never answers resources/list, while it answers
+// pings (so it is never replaced), held every job that included it until
+// the job's timeout, also jobs that used only other servers. One server's
+// listing is bounded by the connect timeout, and loses only its resources.
+func TestHungResourceListing(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	s.ConnectTimeout, s.HealthInterval = 10*time.Second, 0
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"hung": hostileServer("hangresources", nil)}}, WithSettings(s),
+		WithInProcessServer("good", newTestMCPServer("good"), ServerConfig{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // far beyond the bound
+	defer cancel()
+	type listing struct {
+		rs  []Resource
+		err error
+	}
+	list := func(servers []string) <-chan listing {
+		v := newTestView(t, p, servers, nil, nil)
+		ch := make(chan listing, 1)
+		go func() {
+			rs, err := v.ListResources(ctx)
+			ch <- listing{rs, err}
+		}()
+		return ch
+	}
+	all, hung := list(nil), list([]string{"hung"})
+	if l := <-all; l.err != nil || len(l.rs) != 2 || l.rs[0].Server != "good" || ctx.Err() != nil {
+		t.Errorf("every server: %+v, %v (caller's context: %v); want good's two resources", l.rs, l.err, ctx.Err())
+	}
+	if l := <-hung; !errors.Is(l.err, context.DeadlineExceeded) || !strings.Contains(l.err.Error(), `"hung"`) || ctx.Err() != nil {
+		t.Errorf("the hung server alone: %v (caller's context: %v); want its listing's own deadline", l.err, ctx.Err())
+	}
+	v := newTestView(t, p, nil, nil, nil)
+	if res := call(t, v, "hung__echo", map[string]any{"text": "tools still answer"}); res.Text != "tools still answer" {
+		t.Errorf("hung__echo = %q", res.Text)
+	}
+}

@@ -52,7 +52,8 @@ const (
 // values with an error naming the field.
 type Settings struct {
 	// ConnectTimeout bounds one connection attempt: spawn or dial, the
-	// handshake and the first tools/list; also one tools/list resync. > 0.
+	// handshake and the first tools/list; also one tools/list resync and
+	// one server's resource listing (View.ListResources). > 0.
 	ConnectTimeout time.Duration
 	// HealthInterval is how often each shared session is checked (ping; on
 	// 2026-07-28, server/discover). One check waits at most

@@ -279,25 +279,48 @@ func (v *View) ListResources(ctx context.Context) ([]Resource, error) {
 }
 
 func (v *View) listResources(ctx context.Context) ([]Resource, error) {
+	names := v.serverNames()
+	type listing struct {
+		rs  []Resource
+		err error
+	}
+	lists := make([]listing, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[i].rs, lists[i].err = v.serverResources(ctx, v.p.conns[name])
+		}()
+	}
+	wg.Wait()
 	var out []Resource
 	var errs []error
-	for _, name := range v.serverNames() {
-		s, err := v.session(ctx, v.p.conns[name])
-		if err != nil {
-			errs = append(errs, err)
+	for _, l := range lists {
+		if l.err != nil {
+			errs = append(errs, l.err)
 			continue
 		}
-		rs, err := s.listResources(ctx)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, rs...)
+		out = append(out, l.rs...)
 	}
 	if len(out) == 0 && len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// serverResources lists one server's resources within the connect timeout:
+// every job lists its servers' resources before its first model request,
+// and a server that never answered resources/list (but answered pings, so
+// it was never replaced) held each job until the job's timeout.
+func (v *View) serverResources(ctx context.Context, c *serverConn) ([]Resource, error) {
+	ctx, cancel := context.WithTimeout(ctx, v.p.opts.ConnectTimeout)
+	defer cancel()
+	s, err := v.session(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.listResources(ctx)
 }
 
 // ReadResource reads a resource by URI or by its listed name. A URI that no
