@@ -270,14 +270,18 @@ func TestHTTPSessionExpired(t *testing.T) {
 	}
 }
 
-// TestCallsGiveUpWithTheFailedAttempt: calls that find the server
-// reconnecting wait for that attempt, and fail with its error when it fails.
-// They waited for a session until their own context ended instead: a job's
-// whole timeout, for a server whose every attempt failed (here an HTTP
-// server restarted wedged: it forgets the session and its initialize hangs
-// until the connect timeout).
-func TestCallsGiveUpWithTheFailedAttempt(t *testing.T) {
-	t.Parallel()
+// wedgeable is a streamable HTTP test server that wedge turns into one
+// restarted wedged: it knows no session (404) and holds each initialize
+// until release is closed, then answers 500.
+type wedgeable struct {
+	url        string
+	wedge      func()
+	initialize chan struct{} // an initialize reached the wedged server
+	release    chan struct{}
+}
+
+func newWedgeable(t *testing.T) *wedgeable {
+	t.Helper()
 	sw := &swapHandler{}
 	sw.set(server.NewStreamableHTTPServer(newTestMCPServer("web"), server.WithStateful(true)))
 	ts := httptest.NewServer(sw)
@@ -285,32 +289,55 @@ func TestCallsGiveUpWithTheFailedAttempt(t *testing.T) {
 		ts.CloseClientConnections()
 		ts.Close()
 	})
-	initialize := make(chan struct{}, 10) // an initialize reached the wedged server
-	release := make(chan struct{})        // then it answers 500
-	wedged := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w := &wedgeable{url: ts.URL + "/mcp", initialize: make(chan struct{}, 1), release: make(chan struct{})}
+	wedged := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if r.Method != http.MethodPost || !strings.Contains(string(body), `"initialize"`) {
-			http.Error(w, "no such session", http.StatusNotFound)
+			http.Error(rw, "no such session", http.StatusNotFound)
 			return
 		}
 		select {
-		case initialize <- struct{}{}:
+		case w.initialize <- struct{}{}:
 		default: // later attempts
 		}
 		select {
-		case <-release:
+		case <-w.release:
 		case <-r.Context().Done():
 		}
-		http.Error(w, "wedged", http.StatusInternalServerError)
+		http.Error(rw, "wedged", http.StatusInternalServerError)
 	})
+	w.wedge = func() { sw.set(wedged) }
+	return w
+}
+
+// waitInitialize waits until an initialize reached the wedged server.
+func (w *wedgeable) waitInitialize(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.initialize:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no reconnection attempt")
+	}
+}
+
+// TestCallsGiveUpWithTheFailedAttempt: calls that find the server
+// reconnecting wait for that attempt, and fail with its error when it fails.
+// They waited for a session until their own context ended instead: a job's
+// whole timeout, for a server whose every attempt failed (here an HTTP
+// server restarted wedged: it forgets the session and its initialize hangs
+// until the connect timeout). Resource listings do not wait at all
+// (TestResourceListingSkipsReconnectingServers).
+func TestCallsGiveUpWithTheFailedAttempt(t *testing.T) {
+	t.Parallel()
+	w := newWedgeable(t)
 	waiting := make(chan string, 10) // a call started waiting for a session
 	s := DefaultSettings()
 	s.HealthInterval = 0
-	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"web": {URL: ts.URL + "/mcp"}}}, WithSettings(s),
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"web": {URL: w.url}}}, WithSettings(s),
 		func(o *options) { o.acquireHook = func(string) { waiting <- "web" } })
 	v := newTestView(t, p, nil, nil, nil)
 	call(t, v, "echo", map[string]any{"text": "before"})
-	sw.set(wedged)
+	w.wedge()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -318,7 +345,7 @@ func TestCallsGiveUpWithTheFailedAttempt(t *testing.T) {
 		what string
 		err  error
 	}
-	done := make(chan outcome, 3)
+	done := make(chan outcome, 2)
 	start := func(what string, f func() error) {
 		go func() { done <- outcome{what, f()} }()
 		waitFor(t, waiting, "web", what+" waiting for a session")
@@ -328,26 +355,68 @@ func TestCallsGiveUpWithTheFailedAttempt(t *testing.T) {
 		_, err := v.CallTool(ctx, "echo", json.RawMessage(`{"text":"refused"}`))
 		return err
 	})
-	select {
-	case <-initialize:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no reconnection attempt")
-	}
+	w.waitInitialize(t)
 	// Arriving while the attempt runs.
 	start("a new call", func() error {
 		_, err := v.CallTool(ctx, "echo", json.RawMessage(`{"text":"new"}`))
 		return err
 	})
-	start("a resource list", func() error {
-		_, err := v.ListResources(ctx)
-		return err
-	})
-	close(release)
-	for range 3 {
+	close(w.release)
+	for range 2 {
 		o := <-done
 		if !errors.Is(o.err, ErrServerUnavailable) || !strings.Contains(o.err.Error(), "500") || ctx.Err() != nil {
 			t.Errorf("%s: %v, want the failed attempt's error (ErrServerUnavailable, 500)", o.what, o.err)
 		}
+	}
+}
+
+// TestResourceListingSkipsReconnectingServers: every job lists its servers'
+// resources before its first model request; a shared server being
+// reconnected is left out of that listing rather than waited for. Jobs
+// waited for the attempt (up to the connect timeout, at every attempt of a
+// server that came back wedged), also jobs that used only other servers.
+func TestResourceListingSkipsReconnectingServers(t *testing.T) {
+	t.Parallel()
+	w := newWedgeable(t)
+	waiting := make(chan string, 10) // something started waiting for a session
+	s := DefaultSettings()
+	s.HealthInterval = 0
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"web": {URL: w.url}}}, WithSettings(s),
+		WithInProcessServer("good", newTestMCPServer("good"), ServerConfig{}),
+		func(o *options) { o.acquireHook = func(name string) { waiting <- name } })
+	v := newTestView(t, p, nil, nil, nil)
+	call(t, v, "web__echo", map[string]any{"text": "before"})
+	w.wedge()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	called := make(chan error, 1)
+	go func() {
+		_, err := v.CallTool(ctx, "web__echo", json.RawMessage(`{"text":"refused"}`))
+		called <- err
+	}()
+	waitFor(t, waiting, "web", "the refused call waiting for a session")
+	w.waitInitialize(t)
+	type listing struct {
+		rs  []Resource
+		err error
+	}
+	listed := make(chan listing, 1)
+	go func() {
+		rs, err := v.ListResources(ctx)
+		listed <- listing{rs, err}
+	}()
+	select {
+	case l := <-listed:
+		if l.err != nil || len(l.rs) != 2 || l.rs[0].Server != "good" {
+			t.Errorf("resources = %+v, %v; want good's two", l.rs, l.err)
+		}
+	case name := <-waiting:
+		t.Errorf("the resource listing waited for %s's session", name)
+		defer func() { <-listed }() // it ends with the attempt
+	}
+	close(w.release)
+	if err := <-called; !errors.Is(err, ErrServerUnavailable) {
+		t.Errorf("the refused call: %v", err)
 	}
 }
 

@@ -316,11 +316,32 @@ func (v *View) listResources(ctx context.Context) ([]Resource, error) {
 func (v *View) serverResources(ctx context.Context, c *serverConn) ([]Resource, error) {
 	ctx, cancel := context.WithTimeout(ctx, v.p.opts.ConnectTimeout)
 	defer cancel()
-	s, err := v.session(ctx, c)
+	s, err := v.sessionNow(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	return s.listResources(ctx)
+}
+
+// sessionNow is session without waiting for a shared session being
+// (re)connected: a listing loses that server's resources rather than hold
+// the job for the attempt.
+func (v *View) sessionNow(ctx context.Context, c *serverConn) (*session, error) {
+	if c.cfg.SessionMode == SessionPerJob {
+		return v.session(ctx, c)
+	}
+	c.mu.Lock()
+	s, state, lastErr := c.sess, c.state, c.lastErr
+	c.mu.Unlock()
+	switch {
+	case s != nil:
+		return s, nil
+	case state == StateClosed:
+		return nil, ErrClosed
+	case lastErr != nil:
+		return nil, fmt.Errorf("%w: server %q is %s: %w", ErrServerUnavailable, c.name, state, lastErr)
+	}
+	return nil, fmt.Errorf("%w: server %q is %s", ErrServerUnavailable, c.name, state)
 }
 
 // ReadResource reads a resource by URI or by its listed name. A URI that no
@@ -347,7 +368,7 @@ func (v *View) readResource(ctx context.Context, uriOrName string) (string, erro
 	}
 	var errs []error
 	for _, name := range v.serverNames() {
-		s, err := v.session(ctx, v.p.conns[name])
+		s, err := v.sessionNow(ctx, v.p.conns[name])
 		if err != nil || s.caps.Resources == nil {
 			continue
 		}
