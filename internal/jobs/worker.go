@@ -1306,6 +1306,16 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 		} else {
 			d.ended("retry")
 		}
+		// The events still go out first, as below: the state's store may
+		// be the only one away, and the attempt's last events (its
+		// hand-back's among them) were dropped without a word. A bound of
+		// their own: the state's tries spent ctx's.
+		ectx, ecancel := opContext()
+		defer ecancel()
+		if err := d.env.Emit(ectx, eventType, 0, map[string]any{"reason": why, "delay_ms": delay.Milliseconds()}); err != nil {
+			d.log.Error("event publish failed", "err", err)
+		}
+		w.flushEvents(ectx, d)
 		if nerr := d.msg.NakWithDelay(delay); nerr != nil {
 			d.log.Warn("nak failed; the job comes back after its ack wait", "err", nerr)
 		}
