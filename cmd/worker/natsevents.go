@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,7 @@ func logNATSEvents(nc *nats.Conn, log *slog.Logger) (closeNATS func()) {
 		}
 		log.Info("NATS connection restored", attrs...)
 	})
+	nc.SetErrorHandler(asyncErrorLogger(log))
 	nc.SetClosedHandler(func(nc *nats.Conn) {
 		defer close(closed)
 		if closing.Load() {
@@ -65,5 +67,51 @@ func logNATSEvents(nc *nats.Conn, log *slog.Logger) (closeNATS func()) {
 		case <-closed:
 		case <-time.After(natsCloseWait):
 		}
+	}
+}
+
+// asyncErrEvery is how often one asynchronous NATS error is logged again.
+const asyncErrEvery = time.Minute
+
+// asyncErrorLogger logs what the server reports asynchronously
+// (permission violations, slow consumers) in the worker's log: without a
+// handler nats.go prints bare "nats: permissions violation ..." lines on
+// stderr, outside the structured log. A server repeats a refusal at every
+// publish it refuses (each heartbeat), so one message is logged at most
+// once a minute, with how often it came meanwhile.
+func asyncErrorLogger(log *slog.Logger) nats.ErrHandler {
+	var (
+		mu     sync.Mutex
+		last   = map[string]time.Time{}
+		repeat = map[string]int{}
+	)
+	return func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		if err == nil {
+			return
+		}
+		msg := err.Error()
+		now := time.Now()
+		mu.Lock()
+		if t, ok := last[msg]; ok && now.Sub(t) < asyncErrEvery {
+			repeat[msg]++
+			mu.Unlock()
+			return
+		}
+		if len(last) >= 64 { // messages name subjects: keep the memory bounded
+			clear(last)
+			clear(repeat)
+		}
+		n := repeat[msg]
+		delete(repeat, msg)
+		last[msg] = now
+		mu.Unlock()
+		attrs := []any{"err", err}
+		if sub != nil {
+			attrs = append(attrs, "subject", sub.Subject)
+		}
+		if n > 0 {
+			attrs = append(attrs, "repeated", n)
+		}
+		log.Warn("NATS server reported an error", attrs...)
 	}
 }

@@ -145,3 +145,42 @@ func TestWorkerLogsNATSDisconnectAndReconnect(t *testing.T) {
 		t.Errorf("the log holds the URL's token:\n%s", out)
 	}
 }
+
+// TestNATSAsyncErrorsLogged: what the server reports asynchronously (here
+// a publish its permissions refuse) reaches the worker's log, once per
+// minute for one message, instead of nats.go's bare lines on stderr.
+func TestNATSAsyncErrorsLogged(t *testing.T) {
+	t.Parallel()
+	opts := natstest.Options(t.TempDir())
+	opts.Users = []*server.User{{Username: "w", Password: "pw", Permissions: &server.Permissions{
+		Publish: &server.SubjectPermission{Deny: []string{"forbidden.>"}},
+	}}}
+	ns := natstest.StartWith(t, opts)
+	nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo("w", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := newWatchedLog()
+	closeNATS := logNATSEvents(nc, slog.New(slog.NewTextHandler(logs, nil)))
+	defer closeNATS()
+	ctx := natstest.Context(t)
+	for range 3 {
+		if err := nc.Publish("forbidden.x", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.FlushWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logs.waitFor(ctx, t, `msg="NATS server reported an error"`)
+	// A round trip after the refusals: the server sent all three before
+	// this flush's pong, and nats.go hands them to the handler in order.
+	if err := nc.FlushWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	closeNATS()
+	out := logs.String()
+	if n := strings.Count(out, "NATS server reported an error"); n != 1 || !strings.Contains(strings.ToLower(out), "permissions violation") {
+		t.Errorf("want the refusal logged once, naming it:\n%s", out)
+	}
+}
