@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -608,5 +609,48 @@ func TestHungResourceListing(t *testing.T) {
 	v := newTestView(t, p, nil, nil, nil)
 	if res := call(t, v, "hung__echo", map[string]any{"text": "tools still answer"}); res.Text != "tools still answer" {
 		t.Errorf("hung__echo = %q", res.Text)
+	}
+}
+
+// attrRecords is logRecords keeping the attributes loggers were made With.
+type attrRecords struct {
+	logRecords
+	attrs []slog.Attr
+}
+
+func (a attrRecords) Handle(ctx context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(a.attrs...)
+	return a.logRecords.Handle(ctx, r)
+}
+func (a attrRecords) WithAttrs(as []slog.Attr) slog.Handler {
+	return attrRecords{a.logRecords, append(append([]slog.Attr(nil), a.attrs...), as...)}
+}
+func (a attrRecords) WithGroup(string) slog.Handler { return a }
+
+// TestTransportLogsNameTheServer: mcp-go's streamable HTTP transport logs
+// an error for each request a server sends that the pool declines
+// (sampling/createMessage here); those lines did not say which server.
+func TestTransportLogsNameTheServer(t *testing.T) {
+	t.Parallel()
+	s := newTestMCPServer("asks")
+	s.AddTool(mcp.NewTool("sample"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_, err := s.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("hi")}}, MaxTokens: 5}})
+		return mcp.NewToolResultText(fmt.Sprint("declined: ", err)), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s, server.WithStateful(true)))
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	logs := make(logRecords, 1000)
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"asks": {URL: ts.URL + "/mcp"}}}, WithLogger(slog.New(attrRecords{logRecords: logs})))
+	v := newTestView(t, p, nil, nil, nil)
+	if res := call(t, v, "sample", nil); !strings.Contains(res.Text, "declined") {
+		t.Fatalf("sample = %q", res.Text)
+	}
+	if r := logs.next(t, "error handling request", 10*time.Second); attr(r, "mcp_server").String() != "asks" {
+		t.Errorf("the transport's log line names server %q", attr(r, "mcp_server"))
 	}
 }

@@ -112,11 +112,14 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		ctx:    procCtx,
 		cancel: cancel,
 	}
+	// mcp-go's transports log without saying which server (an error for
+	// each request a server sends that the pool declines, a lost stream).
+	log := d.logger.With("mcp_server", name)
 	var tr transport.Interface
 	switch cfg.Type {
 	case TypeStdio:
 		// Started here, not by mcp-go: see stdio_proc.go.
-		stdio, proc, err := startStdio(procCtx, cfg, d.logger, &s.tooLarge, func() {
+		stdio, proc, err := startStdio(procCtx, cfg, log, &s.tooLarge, func() {
 			s.markDead(fmt.Errorf("the server wrote a line (one message) over %d MiB", maxMessageBytes>>20))
 		})
 		if err != nil {
@@ -140,7 +143,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	case TypeHTTP:
 		// Each session has its own connection pool: see newHTTPClient.
 		s.http = newHTTPClient(&s.tooLarge)
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithHTTPLogger(d.logger)}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(s.http), transport.WithHTTPLogger(log)}
 		if !modernProtocol(cfg.Protocol) {
 			// On 2025-11-25, notifications/tools/list_changed sent while no
 			// request is in flight arrive only on the GET stream (and the
@@ -161,7 +164,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		tr = t
 	case TypeSSE:
 		s.http = newHTTPClient(&s.tooLarge)
-		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(d.logger)}
+		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(log)}
 		if d.connectTimeout > 0 {
 			// Start waits for the endpoint event on the session's own
 			// context, not ctx: without this, mcp-go's 30 s, whatever the
@@ -259,7 +262,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	s.caps = res.Capabilities
 	s.connectTime = time.Since(start)
 	if s.modern.Load() && s.caps.Tools != nil && s.caps.Tools.ListChanged {
-		s.listen(d.logger.With("mcp_server", name))
+		s.listen(log)
 	}
 	return s, nil
 }
