@@ -192,6 +192,9 @@ func compactJSON(b json.RawMessage) json.RawMessage {
 }
 
 // run1 runs one prepared call, filling its output, record and events.
+// noOutput is what the model is shown for a tool result with no text.
+const noOutput = "(the tool returned no output)"
+
 func (j *job) run1(ctx context.Context, round int, c *call) {
 	// A call an earlier attempt completed published its events then;
 	// replaying it publishes none (job.resumed counts them).
@@ -215,6 +218,15 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 	}
 	dur := time.Since(start)
 	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)
+	truncated := len(c.forModel) != len(c.output)
+	if strings.TrimSpace(c.forModel) == "" {
+		// A tool that printed nothing (a write, a command without stdout):
+		// Anthropic's API, also behind OpenAI-compatible proxies such as
+		// LiteLLM, refuses a tool result without text ("text content
+		// blocks must be non-empty"), which would fail the next request
+		// after the call had run; and the model reads this as done.
+		c.forModel = noOutput
+	}
 	if c.record != nil {
 		// The reflected transcript is history for a continuation: it holds
 		// what the model saw, as for a direct call (the event has it all).
@@ -240,7 +252,7 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 		"size":        len(c.output),
 		"error":       c.isError,
 		// Not "truncated": that flag marks an event reduced for NATS.
-		"truncated_for_model": len(c.forModel) != len(c.output),
+		"truncated_for_model": truncated,
 		"output":              c.output,
 	}
 	if c.status != journal.Ran {
