@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "tokens":
 		err = tokens(args[1:], stdout, stderr)
 	case "tools":
-		err = tools(args[1:], stdout)
+		err = tools(args[1:], stdout, stderr)
 	case "search-eval":
 		err = searchEval(args[1:], stdout, stderr)
 	case "":
@@ -483,7 +483,7 @@ func tokens(args []string, stdout, stderr io.Writer) error {
 }
 
 // tools prints the same for the live servers of JETAGENT_MCP_CONFIG.
-func tools(args []string, stdout io.Writer) error {
+func tools(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one line from run, not the flag package's usage dump as well
 	md := fs.Bool("markdown", false, "print a Markdown table")
@@ -506,8 +506,10 @@ func tools(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Warnings go to stderr: a tool definition the pool leaves out (and
+	// why) is what someone checking a server's catalog wants to read.
 	pool, err := toolcache.NewPool(ctx, cfg, toolcache.WithSettings(s.poolSettings()),
-		toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		toolcache.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
@@ -583,5 +586,35 @@ func TestTokensNamesUnnamedCatalogs(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "bare-tools ") {
 		t.Errorf("no row named by the file:\n%s", stdout.String())
+	}
+}
+
+// TestToolsShowsLeftOutDefinitions: worker tools prints the pool's
+// warnings on stderr, so a tool definition the pool leaves out is named
+// with the reason; they were discarded, and the tool was simply missing.
+func TestToolsShowsLeftOutDefinitions(t *testing.T) {
+	// Not parallel: it sets JETAGENT_MCP_CONFIG.
+	srv := mcpserver.NewMCPServer("catalog", "1.0.0", mcpserver.WithToolCapabilities(false))
+	ok := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	srv.AddTool(mcp.NewTool("good_tool", mcp.WithDescription("A good tool.")), ok)
+	srv.AddTool(mcp.NewToolWithRawSchema("bad_tool", "Its schema is no object.", json.RawMessage(`"string"`)), ok)
+	hs := httptest.NewServer(mcpserver.NewStreamableHTTPServer(srv))
+	t.Cleanup(hs.Close)
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers":{"catalog":{"url":"`+hs.URL+`/mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("JETAGENT_MCP_CONFIG", cfg)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"tools"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "good_tool") || strings.Contains(stdout.String(), "bad_tool") {
+		t.Errorf("stdout:\n%s", stdout.String())
+	}
+	if e := stderr.String(); !strings.Contains(e, "MCP tool definitions left out") || !strings.Contains(e, "bad_tool") {
+		t.Errorf("stderr does not name the left-out tool:\n%s", e)
 	}
 }
