@@ -75,16 +75,18 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 }
 
 // text is the answer as the model gets it: a note line when the matches
-// are weak or none matched, then the JSON array of hits, best first.
+// are weak or none matched, then the JSON array of hits, best first. The
+// note quotes the query's and the server's heads only: a whole long one
+// would push the hits past the output cut.
 func (a searchAnswer) text(query, server string) string {
 	var note string
 	switch {
 	case a.badSrv && len(a.hits) == 0:
-		return fmt.Sprintf("Note: no server is named %q; search without server to see the servers.", server)
+		return fmt.Sprintf("Note: no server is named %s; search without server to see the servers.", quoteHead(server))
 	case a.fallback && len(a.hits) == 0:
 		return "Note: no tools are available."
 	case a.fallback:
-		note = fmt.Sprintf("Note: no tool matches the words of %q; these are the closest names. Try other words.\n", query)
+		note = fmt.Sprintf("Note: no tool matches the words of %s; these are the closest names. Try other words.\n", quoteHead(query))
 	case a.weak:
 		note = "Note: these match only part of the request; search again with the words of one step for better matches.\n"
 	}
