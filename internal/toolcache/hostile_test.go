@@ -635,6 +635,7 @@ func TestTransportLogsNameTheServer(t *testing.T) {
 	t.Parallel()
 	s := newTestMCPServer("asks")
 	s.AddTool(mcp.NewTool("sample"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		//nolint:staticcheck // deprecated in the newest protocol, still sent by servers of the older ones
 		_, err := s.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
 			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("hi")}}, MaxTokens: 5}})
 		return mcp.NewToolResultText(fmt.Sprint("declined: ", err)), nil
