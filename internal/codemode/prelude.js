@@ -501,11 +501,15 @@
     }
   }
   const tools = create(null);
+  // A tool's name that is not its identifier ("get-sum"), as search_tools
+  // and get_tool_details give it, reaches the tool too (tools["get-sum"]).
+  const byName = create(null);
   const names = h.names, idents = h.idents;
   for (let i = 0; i < names.length; i++) {
     const name = names[i], id = idents[i];
     const f = ({ async [id](args) { return invoke(name, id, args); } })[id];
     defineProperty(tools, id, { value: f, writable: false, enumerable: true, configurable: false });
+    if (name !== id) defineProperty(byName, name, { value: f, writable: false, enumerable: false, configurable: false });
   }
   freeze(tools);
   // A name the job does not have says so, rather than goja's "Object has
@@ -520,6 +524,7 @@
     },
     get(t, k) {
       if (typeof k !== "string" || k in t || k in probes) return t[k];
+      if (k in byName) return byName[k];
       throw new TypeErrorC("tools." + k + " is not a tool of this job (its tools are listed in execute_code's description; search_tools finds them by what they do)");
     },
   });

@@ -39,6 +39,10 @@ func TestRun(t *testing.T) {
 		{name: "undefined fields are dropped", code: `(await tools.echo({a: undefined, b: 1})).args`, want: `{"b":1}`, wantCalls: []call{{0, "echo", `{"b":1}`}}},
 		{name: "identifier of a name that is not one", code: `(await tools.github_get_issue({number: 7})).title`,
 			want: "Issue 7", wantCalls: []call{{0, "github-get_issue", `{"number":7}`}}},
+		// search_tools and get_tool_details give the name: it works as a key too.
+		{name: "a tool's name that is not an identifier", code: `(await tools["github-get_issue"]({number: 8})).title`,
+			want: "Issue 8", wantCalls: []call{{0, "github-get_issue", `{"number":8}`}}},
+		{name: "a tool's name is no own key", code: `["github-get_issue" in tools, Object.keys(tools).includes("github-get_issue")]`, want: "[false,false]"},
 		{name: "structured content wins", code: `await tools.structured({})`, want: `{"kind":"structured","n":42}`, wantCalls: []call{{0, "structured", `{}`}}},
 		{name: "JSON text is parsed", code: `typeof (await tools.echo({}))`, want: "object", wantCalls: []call{{0, "echo", `{}`}}},
 		{name: "plain text stays text", code: `const t = await tools.plain({name: "bob"}); typeof t + ": " + t`, want: "string: hello bob", wantCalls: []call{{0, "plain", `{"name":"bob"}`}}},
