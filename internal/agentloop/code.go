@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -127,7 +128,7 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 		return codemode.Result{}, j.reg.unknownToolError(name, false)
 	}
 	args = compactJSON(args)
-	id := parent.tc.ID + "_" + strconv.Itoa(seq+1) // reflect's id for the n-th record of a call
+	id := innerCallID(parent.tc.ID, seq, j.callIDs)
 	ic := &call{
 		tc:    llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: name, Arguments: string(args)}},
 		entry: e, target: e, args: args, targetArgs: args,
@@ -195,6 +196,26 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 		return codemode.Result{Text: strings.TrimPrefix(text, "Error: "), IsError: true}, nil
 	}
 	return codemode.Result{Text: res.Text, Structured: res.Structured}, nil
+}
+
+// innerCallID is the id of inner call seq of the execute_code call parent
+// (in its events, its idempotency key and the reflected transcript): "c"
+// and 8 base-36 digits, since a reflected transcript is history for a
+// continuation and Mistral's API takes only ids of 9 letters or digits.
+// It depends only on parent, seq and the ids of the job's messages before
+// this round (used, not written while a round's calls run), so every
+// attempt gives the call the same id.
+func innerCallID(parent string, seq int, used map[string]bool) string {
+	const space = 2821109907456 // 36^8
+	for salt := 0; ; salt++ {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s\x00%d\x00%d", parent, seq, salt)
+		d := strconv.FormatUint(h.Sum64()%space, 36)
+		id := "c" + strings.Repeat("0", 8-len(d)) + d
+		if !used[id] && id != parent {
+			return id
+		}
+	}
 }
 
 // Now is Date.now() of the script: recorded, so a re-run script sees the
