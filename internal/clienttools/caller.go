@@ -151,6 +151,12 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 			listening = false
 			republishAt = time.Now().Add(pace.NextBackOff())
 			continue
+		case errors.Is(err, nats.ErrSlowConsumer):
+			// Messages to the inbox came faster than they were read (a
+			// flood of forged answers) and some were dropped: that ends
+			// nothing, as a forged answer ends nothing; the wait goes on.
+			reject(fmt.Errorf("%w: messages to the reply subject dropped: %w", ErrRejected, err))
+			continue
 		case err == nil:
 		case ctx.Err() != nil:
 			return toolcache.Result{}, fmt.Errorf("client tool %q: %w", name, ctx.Err())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,5 +115,75 @@ func TestBadAnswersNamedAtTimeout(t *testing.T) {
 				t.Error("OnReject was told of no error")
 			}
 		})
+	}
+}
+
+// TestFloodOfForgedAnswers: whoever can publish to the worker's inbox can
+// send answers faster than Call reads them; the messages beyond the
+// inbox's pending limit are dropped and nats.go reports a slow consumer.
+// That ended the wait at once ("nats: slow consumer, messages dropped",
+// seen end to end with bin/worker), though a forged answer must end
+// nothing; now the wait goes on and the genuine answer is taken.
+func TestFloodOfForgedAnswers(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t)
+	slow := make(chan struct{})
+	var slowOnce sync.Once
+	worker := natstest.Connect(t, s, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			slowOnce.Do(func() { close(slow) })
+		}
+	}))
+	submitter, rogue := natstest.Connect(t, s), natstest.Connect(t, s)
+
+	var req Request
+	var reply string
+	captured := make(chan struct{})
+	sub, err := rogue.Subscribe(Subject("agent", "job-flood"), func(m *nats.Msg) {
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			t.Error(err)
+		}
+		reply = m.Reply
+		close(captured)
+		forged, _ := json.Marshal(Answer{V: WireVersion, ID: req.ID, Output: "forged", MAC: strings.Repeat("0", 64)})
+		for range 4096 { // far beyond the inbox's pending limit of 256
+			_ = rogue.Publish(m.Reply, forged)
+		}
+		_ = rogue.Flush()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := rogue.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	first := true
+	c := newCaller(t, worker, "job-flood", testSecret, Options{
+		Timeout: time.Minute,
+		OnReject: func(error) {
+			<-captured // the rogue read the request before it sent anything
+			if first {
+				// Held, so the flood overflows the inbox while Call does
+				// not read.
+				first = false
+				select {
+				case <-slow:
+				case <-time.After(20 * time.Second):
+					t.Error("no slow consumer")
+				}
+			}
+			// Each message read makes room: the genuine answer is sent
+			// again until one is queued and read.
+			a := Answer{V: WireVersion, ID: req.ID, Output: "genuine"}
+			a.Sign(testSecret)
+			b, _ := json.Marshal(a)
+			_ = submitter.Publish(reply, b)
+		},
+	})
+	res, err := c.Call(natstest.Context(t), "echo", nil)
+	if err != nil || res.Text != "genuine" {
+		t.Fatalf("got %q, %v; want genuine", res.Text, err)
 	}
 }
