@@ -404,3 +404,47 @@ func TestCustomPrefix(t *testing.T) {
 		t.Fatalf("got %q, %v", res.Text, err)
 	}
 }
+
+// TestHandlerGetsTheWorkersWait: a handler may run for as long as the
+// worker waits (the request's deadline, its JETAGENT_CLIENT_TOOL_TIMEOUT),
+// and at least Serve's Timeout. Serve cut every handler at its own
+// Timeout, so with submit's default of 60 s a local tool of 63 s failed
+// ('tools/call: context deadline exceeded') under a worker waiting 100 s.
+func TestHandlerGetsTheWorkersWait(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
+	for _, tt := range []struct {
+		name          string
+		wait, handler time.Duration // the caller's timeout, Serve's
+		atLeast       time.Duration // the handler's deadline, from the call's start
+	}{
+		{"the worker waits longer", time.Hour, time.Millisecond, 59 * time.Minute},
+		{"Serve timeout is longer", 10 * time.Second, time.Hour, 59 * time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			job := "job-wait-" + strings.ReplaceAll(tt.name, " ", "-")
+			serve(t, submitter, job, testSecret, func(ctx context.Context, _ string, _ json.RawMessage) (string, bool, error) {
+				d, ok := ctx.Deadline()
+				if !ok {
+					return "no deadline", true, nil
+				}
+				return d.Format(time.RFC3339Nano), false, nil
+			}, Options{Timeout: tt.handler})
+			c := newCaller(t, worker, job, testSecret, Options{Timeout: tt.wait})
+			start := time.Now()
+			res, err := c.Call(natstest.Context(t), "echo", nil)
+			if err != nil || res.IsError {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			d, err := time.Parse(time.RFC3339Nano, res.Text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Sub(start); got < tt.atLeast {
+				t.Errorf("the handler's deadline is %s after the call, want at least %s", got, tt.atLeast)
+			}
+		})
+	}
+}

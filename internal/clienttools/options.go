@@ -20,7 +20,8 @@ type Options struct {
 	// Prefix of the subjects (default "agent": agent.client.<job_id>).
 	Prefix string
 	// Timeout: how long Call waits for an answer (the per-job client tool
-	// timeout); in Serve, how long one handler may run.
+	// timeout); in Serve, how long one handler may run at least (longer
+	// when the request's deadline is later).
 	Timeout time.Duration
 	// MaxArgs limits the arguments' JSON text, in bytes.
 	MaxArgs int

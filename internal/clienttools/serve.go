@@ -25,7 +25,8 @@ const clockSkew = 2 * time.Minute
 // called; stop must be called. When ctx ends, running handlers are
 // cancelled and new requests ignored. Only requests carrying a valid MAC under secret are
 // run; others are ignored (Options.OnReject). Handlers run concurrently (at
-// most Options.MaxActive), each within Options.Timeout. stop waits for
+// most Options.MaxActive), each until the request's deadline (when the
+// worker stops waiting) or Options.Timeout, whichever is later. stop waits for
 // running handlers, cancelling them first.
 func Serve(ctx context.Context, nc *nats.Conn, jobID, secret string, h Handler, o Options) (stop func(), err error) {
 	if nc == nil || h == nil {
@@ -157,7 +158,15 @@ func (s *responder) answer(reply string, req Request) {
 	if len(req.Arguments) > s.o.MaxArgs {
 		a.Output, a.IsError = fmt.Sprintf("arguments too large (%d bytes > %d)", len(req.Arguments), s.o.MaxArgs), true
 	} else {
-		ctx, cancel := context.WithTimeout(s.ctx, s.o.Timeout)
+		// The worker waits until the request's deadline (its
+		// JETAGENT_CLIENT_TOOL_TIMEOUT), which may be longer than
+		// Options.Timeout; the handler gets whichever is later, so clock
+		// skew cannot cut it short either.
+		until := time.Now().Add(s.o.Timeout)
+		if d := time.UnixMilli(req.DeadlineMS); d.After(until) {
+			until = d
+		}
+		ctx, cancel := context.WithDeadline(s.ctx, until)
 		out, isErr, err := s.h(ctx, req.Tool, json.RawMessage(req.Arguments))
 		cancel()
 		a.Output, a.IsError = out, isErr
