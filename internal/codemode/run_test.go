@@ -222,6 +222,10 @@ func TestCallContextCancelledOnStop(t *testing.T) {
 	if !errors.As(out.Err, &le) || le.Limit != "wall time" {
 		t.Fatalf("Err = %v, want the wall time limit", out.Err)
 	}
+	// The time went to the tool: no hint of a loop that does not end.
+	if msg := out.Err.Error(); !strings.Contains(msg, `while tool "slow" was running`) || strings.Contains(msg, "loop") {
+		t.Errorf("Err = %q, want it to name the tool that was running", msg)
+	}
 }
 
 type ctxHost struct{}

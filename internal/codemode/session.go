@@ -52,9 +52,10 @@ type session struct {
 	parent  context.Context
 	helpers struct{ fmt, thrown goja.Callable }
 
-	mu     sync.Mutex // guards reason and out
-	reason error      // why the execution was stopped; the first reason wins
-	out    outBuf
+	mu      sync.Mutex // guards reason, out and running
+	reason  error      // why the execution was stopped; the first reason wins
+	out     outBuf
+	running string // the tool a Host.Call in progress runs, for the wall time's message
 
 	hostMu  sync.Mutex // held while the Host runs
 	closed  bool       // Run has returned: the Host is not called any more
@@ -122,7 +123,15 @@ func (s *session) run(code string) Output {
 			ctxDone = nil
 			stopped(fmt.Errorf("execution cancelled: %w", context.Cause(s.parent)))
 		case <-wall.C:
-			stopped(limitErr("wall time", "execution stopped: the wall time limit of %v was reached (a loop that does not end?)", s.lim.WallTime))
+			// The limit counts the tools' time: a slow tool is no loop.
+			s.mu.Lock()
+			running := s.running
+			s.mu.Unlock()
+			if running != "" {
+				stopped(limitErr("wall time", "execution stopped: the wall time limit of %v was reached while tool %q was running (the limit counts the time tool calls take)", s.lim.WallTime, running))
+			} else {
+				stopped(limitErr("wall time", "execution stopped: the wall time limit of %v was reached (a loop that does not end?)", s.lim.WallTime))
+			}
 		case <-tick.C:
 			if grew := heapGrowth(base, s.lim.MaxMemory); grew > 0 {
 				stopped(limitErr("memory", "execution stopped: memory grew by %d MiB, over the limit of %d MiB", grew>>20, s.lim.MaxMemory>>20))
@@ -341,7 +350,13 @@ func (s *session) call(name, args string) (kind int, payload string) {
 	}
 	seq := s.calls
 	s.calls++
+	s.mu.Lock()
+	s.running = name
+	s.mu.Unlock()
 	res, err := s.hostCall(seq, name, json.RawMessage(args))
+	s.mu.Lock()
+	s.running = ""
+	s.mu.Unlock()
 	if err != nil {
 		var abort *abortError
 		if errors.As(err, &abort) {
