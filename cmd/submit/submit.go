@@ -262,6 +262,13 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 	if base.ID == "" {
 		base.ID = ulid.Make().String()
 	}
+	if f.localMCP != "" && (len(base.ClientTools) > 0 || base.ClientSecret != "") {
+		// --local-mcp makes the job's secret: the file's own client tools
+		// would be sent to the local servers (answered "unknown tool"), and
+		// whoever holds the file's secret could no longer answer them.
+		return 0, usagef("--local-mcp declares the job's client tools and makes its client_secret: --job %s has client_tools "+
+			"or a client_secret of its own; drop them from the file, or drop --local-mcp", f.jobFile)
+	}
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err
