@@ -186,6 +186,9 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 	}
 	emit(ctx, EventToolResult, h.round, data)
 	out := truncate(text, j.l.cfg.MaxToolOutput)
+	if strings.TrimSpace(out) == "" {
+		out = noOutput // the record is history for a continuation: as run1 does
+	}
 	h.mu.Lock()
 	h.records = append(h.records, reflect.Record{
 		ID: id, CallID: parent.tc.ID, Kind: reflect.KindCode, Name: name,
