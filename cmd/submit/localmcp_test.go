@@ -1,11 +1,158 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/clienttools"
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/jobs/jobstest"
 )
+
+// localMCPEnv makes the test binary a stdio MCP server with one tool,
+// shout, for --local-mcp.
+const localMCPEnv = "SUBMIT_TEST_LOCAL_MCP"
+
+func serveLocalMCPForTests() {
+	srv := mcpserver.NewMCPServer("local", "1", mcpserver.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("shout", mcp.WithDescription("Upper-cases text"), mcp.WithString("text")),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strings.ToUpper(req.GetString("text", ""))), nil
+		})
+	if err := mcpserver.ServeStdio(srv); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// localMCPConfig is a --local-mcp file whose one server is this test
+// binary (shout).
+func localMCPConfig(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "local-mcp.json")
+	cfg := fmt.Sprintf(`{"mcpServers": {"local": {"command": %q, "env": {%q: "1"}}}}`, exe, localMCPEnv)
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// clientRunner calls the client tool shout of each job, once release is
+// closed, and answers what the call gave (its text, or its error's).
+type clientRunner struct {
+	nc      *nats.Conn
+	release chan struct{}
+}
+
+func (r *clientRunner) Run(ctx context.Context, job *jobs.Job, _ jobs.RunEnv) (*jobs.Outcome, error) {
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	c, err := clienttools.NewCaller(r.nc, job.ID, job.ClientSecret, clienttools.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	answer, err := c.CallText(ctx, "shout", []byte(`{"text":"hi"}`))
+	if err != nil {
+		answer = "call failed: " + err.Error()
+	}
+	return &jobs.Outcome{Result: agentloop.Result{Answer: answer, Rounds: 1, StopReason: "final_answer"}}, nil
+}
+
+// signalWriter closes seen once what was written contains want.
+type signalWriter struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	want string
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := strings.Contains(w.buf.String(), w.want)
+	w.buf.Write(p)
+	if !had && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestLocalMCPResubmitted: submit --id ID --local-mcp run again for a job
+// that is still going on (the first submit was killed; the natural way to
+// "resume") followed it while serving its local tools under a new secret:
+// the worker signs with the first submit's, so every request was rejected
+// unseen and every call waited out its timeout as "the submitter did not
+// answer", with no word why. Now the second submit says it cannot answer
+// that job's client tools and does not listen, so the worker's error says
+// nobody is listening.
+func TestLocalMCPResubmitted(t *testing.T) {
+	nc, _ := startWorker(t) // its echoRunner serves "default"; this job goes to "local"
+	r := &clientRunner{nc: nc, release: make(chan struct{})}
+	jobstest.RunWorker(t, jobs.Config{Conn: nc, Runner: r, WorkerID: "cli-local", Topology: jobs.TopologyConfig{Queues: []string{"local"}}, Concurrency: 1,
+		MaxJobBytes: 4096, FetchWait: 200 * time.Millisecond, ShutdownGrace: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := jobs.NewClient(ctx, nc, jobs.ClientConfig{MaxJobBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first submit's job: its secret went with it.
+	first := &jobs.Job{ID: "local-again", Task: "shout", Queue: "local", ClientSecret: strings.Repeat("s", 43),
+		ClientTools: []clienttools.Decl{{Name: "shout", InputSchema: []byte(`{"type":"object"}`)}}}
+	if _, err := cl.Submit(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+
+	stderr := &signalWriter{want: "cannot answer its client tools", seen: make(chan struct{})}
+	var stdout strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--id", "local-again", "--queue", "local", "--local-mcp", localMCPConfig(t), "shout"},
+			strings.NewReader(""), &stdout, stderr)
+	}()
+	select {
+	case <-stderr.seen:
+	case code := <-done:
+		t.Fatalf("exit %d without the warning\n%s", code, stderr)
+	case <-ctx.Done():
+		t.Fatalf("no warning\n%s", stderr)
+	}
+	close(r.release) // the worker calls shout now
+	var code int
+	select {
+	case code = <-done:
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	if code != 0 || !strings.Contains(stdout.String(), "no submitter listening on agent.client.local-again") {
+		t.Errorf("exit %d, answer %q, want the call to say nobody listens\n%s", code, stdout.String(), stderr)
+	}
+}
 
 // TestLocalMCPWithJobClientTools: a --job file with client_tools (and the
 // client_secret the schema then requires) beside --local-mcp had its secret

@@ -25,6 +25,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(localMCPEnv) != "" { // the test binary as a --local-mcp server
+		serveLocalMCPForTests()
+		return
+	}
 	goleak.VerifyTestMain(m, natstest.GoleakOptions()...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -273,19 +274,33 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	var stopLocal func()
 	if f.localMCP != "" {
 		if f.detach {
 			return 0, usagef("--local-mcp needs submit to stay and answer: drop --detach")
 		}
-		stop, err := c.serveLocalMCP(base, f.localMCP)
-		if err != nil {
+		var err error
+		if stopLocal, err = c.serveLocalMCP(base, f.localMCP); err != nil {
 			return 0, err
 		}
-		defer stop()
+		defer stopLocal()
 	}
 	rc, err := cl.Submit(c.ctx, base)
 	if err != nil {
 		return 0, err
+	}
+	if rc.Duplicate && stopLocal != nil {
+		// The job holds the secret of the submit that queued it, so this
+		// one's answers would be refused and its requests rejected
+		// unseen: the worker would wait out each call as unanswered.
+		// Unsubscribed, the worker says nobody listens.
+		stopLocal()
+		_ = c.nc.Flush()
+		if !rc.State.Status.Terminal() {
+			fmt.Fprintf(c.stderr, "submit: warning: job %s was queued before, with the client secret of the submit that queued it: "+
+				"this one cannot answer its client tools (--local-mcp not served); while none answers, each of its client "+
+				"tool calls fails after the worker's JETAGENT_CLIENT_TOOL_TIMEOUT (submit cancel %s stops it)\n", rc.ID, rc.ID)
+		}
 	}
 	// The same id again is how a submission is made idempotent, and then
 	// following the earlier job is right. With another task it is a
@@ -503,10 +518,13 @@ func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error)
 		_ = pool.Close()
 		return nil, err
 	}
+	var once sync.Once
 	return func() {
-		stopServe()
-		_ = view.Close()
-		_ = pool.Close()
+		once.Do(func() {
+			stopServe()
+			_ = view.Close()
+			_ = pool.Close()
+		})
 	}, nil
 }
 
