@@ -10,21 +10,53 @@ import (
 
 const hugeMarker = "[output truncated: the final value is 300000 bytes, only the start is shown]"
 
+// attack is one case of TestAttacks.
+type attack struct {
+	name      string
+	code      string
+	lim       Limits
+	want      string // Output.Text, when wantErr is ""
+	wantErr   string // substring of Output.Err
+	wantLimit string // LimitError.Limit, if any
+	orErr     string // with wantLimit: a substring of Output.Err that will also do
+	wantCalls int
+}
+
+// heavy reports whether the case makes the heap grow on purpose. The
+// memory watchdog reads the process's heap, so such a case runs alone
+// (TestAttacksOnMemory): beside the others, its growth (hundreds of MiB
+// under the race detector on a busy machine) was charged to whichever
+// execution sampled it, which then failed with "memory grew by ...".
+func (a attack) heavy() bool { return a.lim.MaxMemory != 0 }
+
 // What an attacker's script tries ends its execution with a clear error
 // for the model, or behaves as ECMAScript says, and reaches nothing but
 // the built-ins, console and tools.
 func TestAttacks(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name      string
-		code      string
-		lim       Limits
-		want      string // Output.Text, when wantErr is ""
-		wantErr   string // substring of Output.Err
-		wantLimit string // LimitError.Limit, if any
-		orErr     string // with wantLimit: a substring of Output.Err that will also do
-		wantCalls int
-	}{
+	for _, tt := range attacks() {
+		if tt.heavy() {
+			continue
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			checkAttack(t, tt)
+		})
+	}
+}
+
+// TestAttacksOnMemory runs the cases that grow the heap, one at a time and
+// not in parallel with any test (see attack.heavy).
+func TestAttacksOnMemory(t *testing.T) {
+	for _, tt := range attacks() {
+		if tt.heavy() {
+			t.Run(tt.name, func(t *testing.T) { checkAttack(t, tt) })
+		}
+	}
+}
+
+func attacks() []attack {
+	return []attack{
 		// Routes to the global object and to code compiled at run time.
 		{name: "Function from this", code: `this.constructor.constructor("return this")()`, wantErr: "EvalError: the Function constructor is not available"},
 		{name: "Function from globalThis", code: `globalThis.constructor.constructor("return process")()`, wantErr: "EvalError: the Function constructor"},
@@ -102,38 +134,37 @@ func TestAttacks(t *testing.T) {
 		{name: "throw an Error whose name throws", code: `const e = new Error("m"); e.name = {toString() { throw e }}; throw e`, wantErr: "Uncaught Error: m"},
 		{name: "throw an Error whose message loops", code: `const e = new Error("x"); Object.defineProperty(e, "message", {get() { for (;;) {} }}); throw e`, lim: Limits{WallTime: 200 * time.Millisecond}, wantLimit: "wall time"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			cat, h := echoTools()
-			out := cat.Run(context.Background(), tt.code, h, tt.lim)
-			switch {
-			case tt.wantLimit != "":
-				var le *LimitError
-				if tt.orErr != "" && out.Err != nil && strings.Contains(out.Err.Error(), tt.orErr) {
-					break
-				}
-				if !errors.As(out.Err, &le) || le.Limit != tt.wantLimit {
-					t.Fatalf("Err = %v, want a %q LimitError", out.Err, tt.wantLimit)
-				}
-			case tt.wantErr != "":
-				if out.Err == nil || !strings.Contains(out.Err.Error(), tt.wantErr) {
-					t.Fatalf("Err = %v, want it to contain %q", out.Err, tt.wantErr)
-				}
-			default:
-				if out.Err != nil {
-					t.Fatalf("Err = %v, want none (text %.200q)", out.Err, out.Text)
-				}
-				if out.Text != tt.want {
-					t.Errorf("Text = %.300q, want %.300q", out.Text, tt.want)
-				}
-			}
-			if strings.Contains(out.Text, "went on") {
-				t.Errorf("the code went on past a limit: %q", out.Text)
-			}
-			if out.Calls != tt.wantCalls || len(h.recorded()) != tt.wantCalls {
-				t.Errorf("Calls = %d (recorded %d), want %d", out.Calls, len(h.recorded()), tt.wantCalls)
-			}
-		})
+}
+
+func checkAttack(t *testing.T, tt attack) {
+	t.Helper()
+	cat, h := echoTools()
+	out := cat.Run(context.Background(), tt.code, h, tt.lim)
+	switch {
+	case tt.wantLimit != "":
+		var le *LimitError
+		if tt.orErr != "" && out.Err != nil && strings.Contains(out.Err.Error(), tt.orErr) {
+			break
+		}
+		if !errors.As(out.Err, &le) || le.Limit != tt.wantLimit {
+			t.Fatalf("Err = %v, want a %q LimitError", out.Err, tt.wantLimit)
+		}
+	case tt.wantErr != "":
+		if out.Err == nil || !strings.Contains(out.Err.Error(), tt.wantErr) {
+			t.Fatalf("Err = %v, want it to contain %q", out.Err, tt.wantErr)
+		}
+	default:
+		if out.Err != nil {
+			t.Fatalf("Err = %v, want none (text %.200q)", out.Err, out.Text)
+		}
+		if out.Text != tt.want {
+			t.Errorf("Text = %.300q, want %.300q", out.Text, tt.want)
+		}
+	}
+	if strings.Contains(out.Text, "went on") {
+		t.Errorf("the code went on past a limit: %q", out.Text)
+	}
+	if out.Calls != tt.wantCalls || len(h.recorded()) != tt.wantCalls {
+		t.Errorf("Calls = %d (recorded %d), want %d", out.Calls, len(h.recorded()), tt.wantCalls)
 	}
 }
