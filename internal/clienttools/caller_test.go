@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetagent/jetagent/internal/natstest"
+	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -446,5 +447,34 @@ func TestHandlerGetsTheWorkersWait(t *testing.T) {
 				t.Errorf("the handler's deadline is %s after the call, want at least %s", got, tt.atLeast)
 			}
 		})
+	}
+}
+
+// TestStoppedSubmitterSaysSo: a handler cut short by Serve's stop (submit
+// interrupted with Ctrl-C while a local tool runs) answered its bare error,
+// "toolcache: call hang: ...: context canceled"; the answer now says the
+// submitter stopped and the tool may have run.
+func TestStoppedSubmitterSaysSo(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
+	started := make(chan struct{}, 1)
+	stop, err := Serve(natstest.Context(t), submitter, "job-stopped", testSecret, blockUntilCancelled(started), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCaller(t, worker, "job-stopped", testSecret, Options{Timeout: 20 * time.Second})
+	type got struct {
+		res toolcache.Result
+		err error
+	}
+	done := make(chan got, 1)
+	go func() { res, err := c.Call(natstest.Context(t), "hang", nil); done <- got{res, err} }()
+	recv(t, started)
+	stop()
+	g := recv(t, done)
+	if g.err != nil || !g.res.IsError || !strings.Contains(g.res.Text, "the submitter stopped before the tool answered") ||
+		!strings.Contains(g.res.Text, "context canceled") {
+		t.Errorf("got %+v, %v", g.res, g.err)
 	}
 }

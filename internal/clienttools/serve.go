@@ -173,6 +173,11 @@ func (s *responder) answer(reply string, req Request) {
 		if err != nil {
 			a.Output, a.IsError = err.Error(), true
 		}
+		if a.IsError && s.ctx.Err() != nil {
+			// Cut short by the submitter's stop (submit's Ctrl-C): the
+			// handler's "context canceled" told the model nothing.
+			a.Output = "the submitter stopped before the tool answered (it may have run): " + a.Output
+		}
 	}
 	// JSON carries text only: Marshal would replace bytes that are not
 	// UTF-8 after the MAC was made over them, and the worker would reject
