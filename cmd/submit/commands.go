@@ -124,7 +124,7 @@ func (c *cli) watch(id string, wait, asJSON bool) (int, error) {
 	case err != nil:
 		return exitFailed, err
 	}
-	return c.follow(cl, id, asJSON)
+	return c.follow(cl, id, asJSON, false)
 }
 
 func (c *cli) transcript(id string, raw, asJSON bool) (int, error) {

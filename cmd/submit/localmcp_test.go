@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +179,40 @@ func TestLocalMCPWithJobClientTools(t *testing.T) {
 				t.Errorf("%+v", res)
 			}
 		})
+	}
+}
+
+// TestLocalMCPInterrupted: Ctrl-C while following a --local-mcp job said
+// only "job X goes on (submit watch X)", but nothing answers its client
+// tools after that: the message now says so, and how to stop the job.
+func TestLocalMCPInterrupted(t *testing.T) {
+	startWorker(t)
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	stderr := &signalWriter{want: "blocking", seen: make(chan struct{})}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--id", "local-int", "--local-mcp", localMCPConfig(t), "block"},
+			strings.NewReader(""), io.Discard, stderr)
+	}()
+	select {
+	case <-stderr.seen:
+	case code := <-done:
+		t.Fatalf("exit %d before the job ran\n%s", code, stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the job did not start\n%s", stderr)
+	}
+	interrupt()
+	select {
+	case code := <-done:
+		if code != exitFailed || !strings.Contains(stderr.String(), "its client tools (--local-mcp) are answered no more") ||
+			!strings.Contains(stderr.String(), "submit cancel local-int") {
+			t.Errorf("exit %d\n%s", code, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("submit did not return after the interrupt")
+	}
+	if c := submitCmd(t, "", "cancel", "local-int"); c.code != 0 {
+		t.Errorf("cancel %+v", c)
 	}
 }

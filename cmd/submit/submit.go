@@ -327,7 +327,7 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 		fmt.Fprintln(c.stdout, rc.ID)
 		return exitOK, nil
 	}
-	return c.follow(cl, rc.ID, f.json)
+	return c.follow(cl, rc.ID, f.json, stopLocal != nil && !rc.Duplicate)
 }
 
 // decodeJob checks a job as written (a --job file, a batch line) against
@@ -397,8 +397,9 @@ func (c *cli) servedLike(cl *jobs.Client, queue string) string {
 	return fmt.Sprintf(" (did you mean --queue %s?)", best)
 }
 
-// follow prints a job's events as they happen and its outcome at the end.
-func (c *cli) follow(cl *jobs.Client, id string, asJSON bool) (int, error) {
+// follow prints a job's events as they happen and its outcome at the end;
+// localTools: this submit answers the job's client tools (--local-mcp).
+func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, error) {
 	if !asJSON {
 		fmt.Fprintf(c.stderr, "job %s\n", id)
 	}
@@ -415,6 +416,12 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON bool) (int, error) {
 			defer cancel()
 			if _, serr := cl.Status(sctx, id); errors.Is(serr, jobs.ErrNotFound) {
 				return exitFailed, fmt.Errorf("stopped waiting; no job %s was submitted meanwhile", id)
+			}
+			if localTools {
+				// The job goes on, but nothing answers its client tools now.
+				return exitFailed, fmt.Errorf("stopped following; job %s goes on (submit watch %s), but its client tools "+
+					"(--local-mcp) are answered no more: each call of one fails after the worker's JETAGENT_CLIENT_TOOL_TIMEOUT "+
+					"(submit cancel %s stops the job)", id, id, id)
 			}
 			return exitFailed, fmt.Errorf("stopped following; job %s goes on (submit watch %s)", id, id)
 		}
