@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -57,6 +58,8 @@ type cli struct {
 
 // run is main without the process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// stderr is also written by nats.go's goroutine (AsyncErrorHandler).
+	stderr = &lockedWriter{w: stderr}
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
 	cmds := c.commands()
 	cmd, rest := cmds[0], args
@@ -261,7 +264,16 @@ func (c *cli) connect() (*jobs.Client, error) {
 	if c.client != nil {
 		return c.client, nil
 	}
-	nc, err := c.natsCfg.Connect("jetagent-submit")
+	// What NATS reports asynchronously (a watcher that lost its server)
+	// is said once a minute in submit's voice, not as nats.go's bare
+	// lines, dozens while the server is away.
+	nc, err := c.natsCfg.Connect("jetagent-submit", nats.ErrorHandler(jobs.AsyncErrorHandler(func(err error, _ string, repeated int) {
+		more := ""
+		if repeated > 0 {
+			more = fmt.Sprintf(" (%d more times)", repeated)
+		}
+		fmt.Fprintf(c.stderr, "submit: NATS: %v%s\n", err, more)
+	})))
 	if err != nil {
 		if c.natsCfg.URL == "" {
 			err = fmt.Errorf("%w (is a worker with embedded NATS running? otherwise set NATS_URL)", err)
@@ -350,4 +362,24 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// lockedWriter serialises writes from several goroutines. Fd is the
+// underlying file's, so isTerminal still sees a terminal.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) Fd() uintptr {
+	if f, ok := l.w.(interface{ Fd() uintptr }); ok {
+		return f.Fd()
+	}
+	return ^uintptr(0) // no file: term.IsTerminal says no
 }

@@ -2,12 +2,12 @@ package main
 
 import (
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/redact"
 )
 
@@ -70,48 +70,18 @@ func logNATSEvents(nc *nats.Conn, log *slog.Logger) (closeNATS func()) {
 	}
 }
 
-// asyncErrEvery is how often one asynchronous NATS error is logged again.
-const asyncErrEvery = time.Minute
-
 // asyncErrorLogger logs what the server reports asynchronously
-// (permission violations, slow consumers) in the worker's log: without a
-// handler nats.go prints bare "nats: permissions violation ..." lines on
-// stderr, outside the structured log. A server repeats a refusal at every
-// publish it refuses (each heartbeat), so one message is logged at most
-// once a minute, with how often it came meanwhile.
+// (permission violations, slow consumers) in the worker's log, instead of
+// nats.go's bare lines on stderr (jobs.AsyncErrorHandler).
 func asyncErrorLogger(log *slog.Logger) nats.ErrHandler {
-	var (
-		mu     sync.Mutex
-		last   = map[string]time.Time{}
-		repeat = map[string]int{}
-	)
-	return func(_ *nats.Conn, sub *nats.Subscription, err error) {
-		if err == nil {
-			return
-		}
-		msg := err.Error()
-		now := time.Now()
-		mu.Lock()
-		if t, ok := last[msg]; ok && now.Sub(t) < asyncErrEvery {
-			repeat[msg]++
-			mu.Unlock()
-			return
-		}
-		if len(last) >= 64 { // messages name subjects: keep the memory bounded
-			clear(last)
-			clear(repeat)
-		}
-		n := repeat[msg]
-		delete(repeat, msg)
-		last[msg] = now
-		mu.Unlock()
+	return jobs.AsyncErrorHandler(func(err error, subject string, repeated int) {
 		attrs := []any{"err", err}
-		if sub != nil {
-			attrs = append(attrs, "subject", sub.Subject)
+		if subject != "" {
+			attrs = append(attrs, "subject", subject)
 		}
-		if n > 0 {
-			attrs = append(attrs, "repeated", n)
+		if repeated > 0 {
+			attrs = append(attrs, "repeated", repeated)
 		}
 		log.Warn("NATS server reported an error", attrs...)
-	}
+	})
 }
