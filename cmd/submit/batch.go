@@ -69,6 +69,16 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 		case b[0] == '{':
 			if _, err = c.decodeJob(b, false); err == nil {
 				err = json.Unmarshal(b, &j) // over the defaults: the line's fields win
+			} else {
+				// Refused (a schema error): the result still names the
+				// line's job by its id when the line gives a valid one (an
+				// invalid one may hold anything, terminal escapes too).
+				var named struct {
+					ID string `json:"id"`
+				}
+				if json.Unmarshal(b, &named) == nil && jobs.ValidID(named.ID) {
+					j.ID = named.ID
+				}
 			}
 		default:
 			err = fmt.Errorf("want a JSON object (a job) or a JSON string (a task)")

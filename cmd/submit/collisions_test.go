@@ -82,9 +82,10 @@ func TestSubmitIDCollisions(t *testing.T) {
 	batch := writeLines(t, `{"id":"coll-b1","task":"   "}`, `"  \t "`, `{"id":"coll-b3","task":"a","task":"b"}`)
 	also := map[string][]string{ // more that stderr must say
 		"blank tasks and a doubled member in a batch": {
-			"line 1: failed: job fails schemas/job.schema.json: at '/task': only white space",
+			// Refused lines are named by their ids (line 2 has none).
+			"line 1: coll-b1 failed: job fails schemas/job.schema.json: at '/task': only white space",
 			"line 2: failed: job fails schemas/job.schema.json: at '/task': only white space",
-			`line 3: failed: job is not JSON: member "task" appears twice at ''`,
+			`line 3: coll-b3 failed: job is not JSON: member "task" appears twice at ''`,
 		},
 	}
 	for _, tt := range []struct {
@@ -150,6 +151,7 @@ func TestBatchHostileLines(t *testing.T) {
 		lines []string
 		want  map[int]string // line → status, or the start of its error
 		total string         // the summary line
+		ids   map[int]string // line → the id its result names, where checked
 	}{
 		{"mixed", []string{
 			`{"id":"hl-1","task":"echo:one","queue":"parked"}`,
@@ -160,13 +162,18 @@ func TestBatchHostileLines(t *testing.T) {
 			`{"id":"hl-1","task":"echo:again","queue":"parked"}`,
 			`   `,
 			`"a string task"`,
+			`{"id":"bad id \u001b[2J","task":"echo:x"}`,
 		}, map[int]string{
 			1: "queued",
 			4: "job is not JSON: unexpected EOF",
 			5: "job fails schemas/job.schema.json: at '': additional properties 'colour' not allowed",
 			6: "duplicate job id: id hl-1 is also on line 1",
 			8: "queued",
-		}, "5 jobs: 2 submitted, 3 not"},
+			9: "job fails schemas/job.schema.json: at '/id'",
+		}, "6 jobs: 2 submitted, 4 not",
+			// A line refused by the schema is named by its own id; one that is
+			// no JSON has none to give.
+			map[int]string{4: "line-4", 5: "hl-3", 9: "line-9"}},
 		{"encodings", []string{
 			"\ufeff\"a task after a byte order mark\"",
 			`"unterminated`,
@@ -177,12 +184,12 @@ func TestBatchHostileLines(t *testing.T) {
 			2: "task is not a JSON string: unexpected end of JSON input",
 			3: "task is not a JSON string: invalid character",
 			4: "queued",
-		}, "4 jobs: 1 submitted, 3 not"},
+		}, "4 jobs: 1 submitted, 3 not", nil},
 		{"a line longer than any job", []string{
 			`{"id":"hl-before","task":"echo:x","queue":"parked"}`, huge, `{"id":"hl-after","task":"echo:x","queue":"parked"}`,
 		}, map[int]string{1: "queued", 2: "job too large: line of 17825818 bytes, limit 4096", 3: "queued"},
-			"3 jobs: 2 submitted, 1 not"},
-		{"10,000 lines", many, nil, "10000 jobs: 10000 submitted, 0 not"},
+			"3 jobs: 2 submitted, 1 not", nil},
+		{"10,000 lines", many, nil, "10000 jobs: 10000 submitted, 0 not", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -209,6 +216,11 @@ func TestBatchHostileLines(t *testing.T) {
 			}
 			if len(got) != len(tt.want) {
 				t.Errorf("results for lines %v, want %v", keys(got), tt.want)
+			}
+			for n, id := range tt.ids {
+				if got[n].ID != id {
+					t.Errorf("line %d: result names %q, want %q", n, got[n].ID, id)
+				}
 			}
 			for n, want := range tt.want {
 				l := got[n]
