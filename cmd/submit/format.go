@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
@@ -13,6 +14,17 @@ import (
 // oneLine flattens s and cuts it to n runes.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
+	// What a tool, a model or a refused id says reaches the terminal here:
+	// control characters (ESC of a terminal sequence that would retitle
+	// the window or hide lines) are shown as U+FFFD, not sent.
+	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		s = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return '\uFFFD'
+			}
+			return r
+		}, s)
+	}
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

@@ -26,6 +26,10 @@ func TestFormatEventRounds(t *testing.T) {
 			"tool.clash       add: example's tool is used, the client tool of that name is left out", "{"},
 		{jobs.Event{Type: "loop.outcome", Data: json.RawMessage(`{"stop_reason":"final_answer","rounds":0,"prompt_tokens":9,"completion_tokens":1}`)},
 			"loop.outcome     final_answer after 0 tool rounds", "round 0:"},
+		// A tool's output with a terminal sequence (clear the screen, set
+		// the title) is not sent to the terminal as one.
+		{jobs.Event{Type: "tool.result", Round: 1, Data: json.RawMessage(`{"name":"cat","output":"ok\u001b[2J\u001b]0;owned\u0007 \u009b6n","duration_ms":3}`)},
+			"cat → ok\uFFFD[2J\uFFFD]0;owned\uFFFD \uFFFD6n", "\x1b"},
 	} {
 		t.Run(tc.ev.Type, func(t *testing.T) {
 			t.Parallel()
