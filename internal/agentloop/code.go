@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/journal"
@@ -84,7 +85,9 @@ func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMess
 	}
 	_ = json.Unmarshal(args, &a)
 	h := &codeHost{j: j, round: round, parent: c}
-	out := j.reg.code.Run(ctx, a.Code, h, j.l.cfg.CodeLimits)
+	lim := j.l.cfg.CodeLimits
+	lim.MaxOutput = codeOutputLimit(lim.MaxOutput, j.l.cfg.MaxToolOutput)
+	out := j.reg.code.Run(ctx, a.Code, h, lim)
 	h.mu.Lock()
 	c.records = h.records
 	h.mu.Unlock()
@@ -94,11 +97,55 @@ func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMess
 	if f := h.fatalErr(); f != nil {
 		c.fatal = f
 	}
-	msg := "Error: " + out.Err.Error()
-	if out.Text != "" {
-		msg += "\n\nOutput before the error:\n" + out.Text
+	return codeErrorText(out.Err.Error(), out.Text, j.l.cfg.MaxToolOutput), true
+}
+
+// codeOutputLimit is the Limits.MaxOutput an execution runs with: the
+// configured one (0: codemode's default), but no more than the tool
+// output limit less room for an error message. codemode cuts its output
+// with markers saying what was left out and keeps a share for the final
+// value; cut again at MaxToolOutput (the defaults are 20,000 and 16 KiB),
+// the markers and the value at the end were lost.
+func codeOutputLimit(configured, maxToolOutput int) int {
+	if configured <= 0 {
+		configured = codemode.DefaultLimits.MaxOutput
 	}
-	return msg, true
+	return min(configured, maxToolOutput-codeErrorRoom(maxToolOutput))
+}
+
+// codeErrorRoom is the part of the tool output limit kept for the error
+// message of an execution that failed after printing.
+func codeErrorRoom(maxToolOutput int) int { return min(1024, maxToolOutput/4) }
+
+const outputBeforeError = "\n\nOutput before the error:\n"
+
+// codeErrorText is execute_code's result for a failed execution: the
+// error, then what the code printed before it. An error message too long
+// to leave the output its place (a thrown string of megabytes) is cut, so
+// that the output, cut by codemode with its markers, comes back whole.
+func codeErrorText(errText, output string, maxToolOutput int) string {
+	msg := "Error: " + errText
+	if output == "" {
+		return msg
+	}
+	if room := maxToolOutput - len(outputBeforeError) - len(output); len(msg) > room {
+		mark := fmt.Sprintf(" [error message truncated: %d bytes]", len(msg))
+		if keep := room - len(mark); keep > len("Error: ") {
+			msg = msg[:runeCut(msg, keep)] + mark
+		}
+	}
+	return msg + outputBeforeError + output
+}
+
+// runeCut is the largest n <= max such that s[:n] ends on a rune boundary.
+func runeCut(s string, max int) int {
+	if max >= len(s) {
+		return len(s)
+	}
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return max
 }
 
 // codeHost is what an execution's code reaches: the job's tools.

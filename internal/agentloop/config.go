@@ -123,7 +123,10 @@ type Config struct {
 	// content are read (zero: auto for every model).
 	ContentCalls ContentCalls
 	// CodeLimits bound each execute_code run (zero fields: codemode's
-	// defaults).
+	// defaults). MaxOutput is taken as at most MaxToolOutput less room for
+	// an error message (1 KiB, or a quarter of a smaller MaxToolOutput),
+	// so that codemode's own cut, with its markers and the final value's
+	// share, is the only one the model's view of an execution gets.
 	CodeLimits codemode.Limits
 }
 
