@@ -29,7 +29,7 @@ func LoadCatalog(path string) (server string, tools []Tool, err error) {
 
 // LoadCatalogAsServed is LoadCatalog as the pool takes a server's
 // tools/list: a definition it cannot use (no name, a schema that is not an
-// object) and a name a server gives again are left out and reported in
+// object, a tool that runs only as an MCP task) and a name a server gives again are left out and reported in
 // skipped, rather than refusing the file; the first definition of a name
 // is kept. search-eval and the tokens command read catalogs so, to measure
 // what the loop would index.
@@ -87,6 +87,9 @@ func parseCatalog(data []byte, served bool) (server string, tools []Tool, skippe
 			owner = c.ToolServer[i]
 		}
 		t, err := toolFromRaw(owner, raw)
+		if err == nil && served {
+			err = servable(raw)
+		}
 		switch {
 		case err != nil && served:
 			skipped = append(skipped, fmt.Errorf("tools[%d]: %w", i, err))

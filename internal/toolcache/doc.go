@@ -28,8 +28,10 @@
 // What a bad server can cost is bounded: list_changed re-reads at most twice
 // a second however many notifications arrive; an HTTP response body is cut
 // at 64 MiB (an event stream, per line) and an HTTP error body at 2 KiB in
-// the error; a tool definition without a name or with an unusable schema is
-// left out (and logged), not the server's whole list; a tools/call result
+// the error; a tool definition without a name, with an unusable schema (one
+// whose "type" is not "object": providers refuse the whole request) or that
+// runs only as an MCP task (execution.taskSupport "required") is left out
+// (and logged), not the server's whole list; a tools/call result
 // mcp-go cannot decode (unknown content types, isError without content) is
 // still given to the model. Not bounded: one line a stdio server writes to
 // stdout (mcp-go reads it whole).

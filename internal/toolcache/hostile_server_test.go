@@ -36,6 +36,9 @@ import (
 //	              beside good ones
 //	hangresources announces resources and never answers resources/list
 //	              (nor any resources/ request); serves tools and pings
+//	uncallable    tools no call can reach (uncallableTools) beside good
+//	              ones; echo("emptyerror") answers isError with empty
+//	              content, echo("blankerror") with a text of blanks
 //
 // Every server that serves has the tool echo(text). hostileCountEnv, when
 // set, is a file to which each start appends a line (to count restarts).
@@ -53,6 +56,17 @@ var undecodableTools = []string{
 	`{"name":"bad_type","inputSchema":{"type":5}}`,
 	`{"name":"bad_required","inputSchema":{"type":"object","required":"x"}}`,
 	`{"name":"bad_hint","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":"yes"}}`,
+}
+
+// uncallableTools are tool definitions mcp-go decodes but no call can
+// use, each named bad_*, then two that are fine.
+var uncallableTools = []string{
+	`{"name":"bad_string_type","inputSchema":{"type":"string"}}`,
+	`{"name":"bad_type_list","inputSchema":{"type":["object","null"],"properties":{}}}`,
+	`{"name":"bad_array_type","inputSchema":{"type":"array","items":{"type":"string"}}}`,
+	`{"name":"bad_task_only","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`,
+	`{"name":"task_optional","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}`,
+	`{"name":"no_type","inputSchema":{"properties":{"q":{"type":"string"}}}}`,
 }
 
 func hostileServer(mode string, env map[string]string) ServerConfig {
@@ -145,6 +159,12 @@ func serveHostile(mode string) int {
 				list = append(list, json.RawMessage(d))
 			}
 			return append(list, echo, json.RawMessage(`{"name":"no_schema"}`)), ""
+		case "uncallable":
+			list = []any{echo}
+			for _, d := range uncallableTools {
+				list = append(list, json.RawMessage(d))
+			}
+			return list, ""
 		case "names":
 			list = []any{echo}
 			for _, n := range []string{"a.b", "a b", "a/b", "a-b", "日本語", "emoji🙂", "with space", strings.Repeat("x", 200), strings.Repeat("x", 199) + "y", "dup", "dup", ""} {
@@ -223,6 +243,10 @@ func serveHostile(mode string) int {
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("0123456789", 1<<20)}}})
 			case fmt.Sprint(req.Params.Arguments["text"]) == "lists":
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strconv.FormatInt(lists.Load(), 10)}}})
+			case mode == "uncallable" && fmt.Sprint(req.Params.Arguments["text"]) == "emptyerror":
+				reply(map[string]any{"content": []any{}, "isError": true})
+			case mode == "uncallable" && fmt.Sprint(req.Params.Arguments["text"]) == "blankerror":
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": " \n "}}, "isError": true})
 			case mode == "oddresults" && req.Params.Name == "echo":
 				switch fmt.Sprint(req.Params.Arguments["text"]) {
 				case "iserror":

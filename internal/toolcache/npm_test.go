@@ -62,10 +62,15 @@ func TestNPMReferenceServers(t *testing.T) {
 			}
 		}
 		// everything lists its sampling/elicitation/roots tools only to
-		// clients that declare those capabilities; the pool declares none.
-		if min := len(catalog) - 3; n < min || n > len(catalog) {
+		// clients that declare those capabilities; the pool declares none,
+		// and leaves out simulate-research-query, which runs only as a task.
+		if min := len(catalog) - 4; n < min || n > len(catalog) {
 			t.Errorf("%s: %d tools, catalog has %d", name, n, len(catalog))
 		}
+	}
+
+	if p.Registry().Has("simulate-research-query") {
+		t.Error("simulate-research-query (taskSupport required) is listed: every call of it fails")
 	}
 
 	v := newTestView(t, p, nil, nil, nil)

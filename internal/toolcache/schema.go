@@ -53,6 +53,9 @@ func toolFromRaw(server string, data json.RawMessage) (Tool, error) {
 		t.InputSchema = compact(rt.InputSchema)
 	}
 	params, err := NormalizeSchema(t.InputSchema)
+	if err == nil {
+		err = objectType(params)
+	}
 	if err != nil {
 		return Tool{}, fmt.Errorf("tool %q: inputSchema: %w", rt.Name, err)
 	}
@@ -61,6 +64,47 @@ func toolFromRaw(server string, data json.RawMessage) (Tool, error) {
 		t.OutputSchema = compact(rt.OutputSchema)
 	}
 	return t, nil
+}
+
+// objectType refuses a schema whose top-level "type" does not say object:
+// MCP requires an object schema of arguments, and OpenAI refuses a whole
+// request offering a function whose parameters have another type ("schema
+// must be a JSON Schema of 'type: "object"', got 'type: "string"'"), so
+// one such tool would fail every job that sees it; every call of it fails
+// validation anyway (arguments are always an object).
+func objectType(schema json.RawMessage) error {
+	var s struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return err
+	}
+	var one string
+	if json.Unmarshal(s.Type, &one) == nil && one == "object" {
+		return nil
+	}
+	return fmt.Errorf(`"type" is %s, not "object" (the arguments of a call are an object)`, s.Type)
+}
+
+// servable says why the pool cannot call the tool a definition describes
+// (nil: it can). A tool whose execution.taskSupport is "required" answers
+// only task-augmented tools/call requests (MCP tasks), which the pool does
+// not make: every call would fail ("requires task augmentation"), so it is
+// left out rather than offered to the model.
+func servable(data json.RawMessage) error {
+	var d struct {
+		Name      string `json:"name"`
+		Execution *struct {
+			TaskSupport string `json:"taskSupport"`
+		} `json:"execution"`
+	}
+	if json.Unmarshal(data, &d) != nil || d.Execution == nil {
+		return nil
+	}
+	if d.Execution.TaskSupport == "required" {
+		return fmt.Errorf("tool %q: execution.taskSupport is \"required\": it runs only as an MCP task, which this client does not start", d.Name)
+	}
+	return nil
 }
 
 func isNull(b json.RawMessage) bool {

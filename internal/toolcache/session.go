@@ -659,12 +659,12 @@ func lenientResult(raw json.RawMessage) (Result, bool) {
 		}
 		res.Content = append(res.Content, c)
 	}
-	out := flattenResult(res)
-	if out.IsError && out.Text == "" {
-		out.Text = "the tool reported an error and said nothing more"
-	}
-	return out, true
+	return flattenResult(res), true
 }
+
+// silentError is the text of an error result that says nothing (no
+// content, or content of no text): without it the model read "Error: ".
+const silentError = "the tool reported an error and said nothing more"
 
 // healthCheck asks the server whether it is there: ping on 2025-11-25;
 // 2026-07-28 removed ping (mcp-go's Ping sends nothing there), so
@@ -707,6 +707,9 @@ func flattenResult(r *mcp.CallToolResult) Result {
 		if res.Text == "" {
 			res.Text = string(res.Structured)
 		}
+	}
+	if res.IsError && strings.TrimSpace(res.Text) == "" {
+		res.Text = silentError
 	}
 	return res
 }

@@ -324,12 +324,16 @@ func (s *session) rawToolsList(pages []json.RawMessage, undecodable []map[int]er
 		}
 		for i, rt := range page.Tools {
 			t, err := toolFromRaw(s.server, rt)
+			if err == nil {
+				err = servable(rt)
+			}
 			if err == nil && bad[i] != nil {
 				err = fmt.Errorf("tool %q: %w", t.Original, bad[i])
 			}
 			if err != nil {
 				// One broken definition (no name, a schema that is not an
-				// object) costs that tool, not the server's whole list.
+				// object, a tool that runs only as a task) costs that
+				// tool, not the server's whole list.
 				skipped = append(skipped, err)
 				continue
 			}

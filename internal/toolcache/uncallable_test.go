@@ -1,0 +1,69 @@
+package toolcache
+
+import (
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUncallableToolsLeftOut: a tool whose input schema's type is not
+// "object" (OpenAI refuses a whole request that offers one, so it failed
+// every job seeing it; no call can pass its validation either) or that
+// runs only as an MCP task (every call answered "requires task
+// augmentation", as server-everything's simulate-research-query did) is
+// left out with the reason, and the server's other tools are served; an
+// error result that says nothing is named, not given as empty text (the
+// model read "Error: ").
+func TestUncallableToolsLeftOut(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	s.ConnectTimeout, s.HealthInterval = 30*time.Second, 0
+	logs := make(logRecords, 1000)
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": hostileServer("uncallable", nil)}},
+		WithSettings(s), WithLogger(slog.New(logs)))
+	if st := statusOf(p, "srv"); st.State != StateReady {
+		t.Fatalf("status = %+v, want ready", st)
+	}
+	left := attr(logs.next(t, "MCP tool definitions left out", 10*time.Second), "err").String()
+	tools := []struct {
+		name   string
+		listed bool
+		reason string // in the log when left out
+	}{
+		{"echo", true, ""},
+		{"task_optional", true, ""},
+		{"no_type", true, ""},
+		{"bad_string_type", false, `"type" is "string", not "object"`},
+		{"bad_type_list", false, `"type" is ["object","null"], not "object"`},
+		{"bad_array_type", false, `"type" is "array", not "object"`},
+		{"bad_task_only", false, `execution.taskSupport is "required"`},
+	}
+	for _, tc := range tools {
+		if got := p.Registry().Has(tc.name); got != tc.listed {
+			t.Errorf("%s listed = %v, want %v", tc.name, got, tc.listed)
+		}
+		if !tc.listed && !strings.Contains(left, strconv.Quote(tc.name)+": ") {
+			t.Errorf("left out: %s; %q not named", left, tc.name)
+		}
+		if tc.reason != "" && !strings.Contains(left, tc.reason) {
+			t.Errorf("left out: %s; want the reason %s", left, tc.reason)
+		}
+	}
+	if tl, ok := p.Registry().Get("no_type"); !ok || !strings.HasPrefix(string(tl.Parameters), `{"type":"object"`) {
+		t.Errorf("no_type parameters = %s", tl.Parameters)
+	}
+
+	v := newTestView(t, p, nil, nil, nil)
+	results := []struct{ text, want string }{
+		{"emptyerror", "the tool reported an error and said nothing more"},
+		{"blankerror", "the tool reported an error and said nothing more"},
+	}
+	for _, tc := range results {
+		res, err := callErr(v, "echo", tc.text)
+		if err != nil || !res.IsError || res.Text != tc.want {
+			t.Errorf("echo(%s) = %+v, %v; want the error text %q", tc.text, res, err, tc.want)
+		}
+	}
+}
