@@ -211,9 +211,29 @@ func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) 
 	c := v.p.conns[t.Server]
 	if d := time.Duration(c.cfg.CallTimeout); d > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
+		ctx, cancel = context.WithTimeoutCause(ctx, d, &callTimeoutError{d})
 		defer cancel()
 	}
+	res, err := v.callOn(ctx, c, t, args)
+	var ct *callTimeoutError
+	if errors.Is(err, context.DeadlineExceeded) && errors.As(context.Cause(ctx), &ct) && !errors.As(err, &ct) {
+		// mcp-go reports the bare "context deadline exceeded": say whose
+		// limit it was, so the model and the operator need not guess.
+		err = fmt.Errorf("%w (%w)", err, ct)
+	}
+	return res, err
+}
+
+// callTimeoutError is the cause of a call's context ended by its server's
+// callTimeout.
+type callTimeoutError struct{ d time.Duration }
+
+func (e *callTimeoutError) Error() string {
+	return fmt.Sprintf("no answer within the server's callTimeout of %s", e.d)
+}
+
+// callOn calls t on a session of c.
+func (v *View) callOn(ctx context.Context, c *serverConn, t Tool, args json.RawMessage) (Result, error) {
 	s, err := v.session(ctx, c)
 	if err != nil {
 		return Result{}, err
