@@ -1,6 +1,7 @@
 package clienttools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -185,5 +187,70 @@ func TestFloodOfForgedAnswers(t *testing.T) {
 	res, err := c.Call(natstest.Context(t), "echo", nil)
 	if err != nil || res.Text != "genuine" {
 		t.Fatalf("got %q, %v; want genuine", res.Text, err)
+	}
+}
+
+// TestAnswerVersionAsTheSchemaReadsIt: "v" is accepted exactly when
+// client_response.schema.json's "const": 1 holds. An answer written by an
+// encoder that puts numbers as 1.0 (jq keeps the literal) was refused as
+// undecodable ("cannot unmarshal number 1.0 into Go struct field Answer.v
+// of type int") and its call waited out the whole timeout.
+func TestAnswerVersionAsTheSchemaReadsIt(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
+	schema := compileFile(t, "client_response.schema.json")
+	tests := []struct {
+		v      string // the JSON text of "v"
+		ok     bool
+		reason string // in the timeout error when not ok
+	}{
+		{`1`, true, ""},
+		{`1.0`, true, ""},
+		{`1e0`, true, ""},
+		{`10e-1`, true, ""},
+		{`"1"`, false, `v is "1", not an integer`},
+		{`1.5`, false, "v is 1.5, not an integer"},
+		{`2`, false, "version 2"},
+		{`true`, false, "v is true, not an integer"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.v, func(t *testing.T) {
+			t.Parallel()
+			job := fmt.Sprintf("job-version-%d", i)
+			answer := func(r Request) []byte {
+				a := Answer{V: WireVersion, ID: r.ID, Output: "done"}
+				a.Sign(testSecret)
+				return fmt.Appendf(nil, `{"v":%s,"id":%q,"output":"done","mac":%q}`, tt.v, r.ID, a.MAC)
+			}
+			// The schema's verdict on the same message, for the worker to agree with.
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(answer(Request{ID: "0123456789abcdef0123456789abcdef"})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(doc); (err == nil) != tt.ok {
+				t.Fatalf("the schema says valid=%v, the case %v: %v", err == nil, tt.ok, err)
+			}
+			sub, err := submitter.Subscribe(Subject("agent", job), func(m *nats.Msg) {
+				var req Request
+				_ = json.Unmarshal(m.Data, &req)
+				_ = m.Respond(answer(req))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sub.Unsubscribe() })
+			if err := submitter.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			c := newCaller(t, worker, job, testSecret, Options{Timeout: 5 * time.Second})
+			res, err := c.Call(natstest.Context(t), "ask", nil)
+			switch {
+			case tt.ok && (err != nil || res.Text != "done"):
+				t.Fatalf("got %q, %v; want the answer", res.Text, err)
+			case !tt.ok && (!errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), tt.reason)):
+				t.Fatalf("got %q, %v; want ErrNoAnswer naming %q", res.Text, err, tt.reason)
+			}
+		})
 	}
 }

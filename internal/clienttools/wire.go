@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +16,26 @@ import (
 // WireVersion is the "v" of the request and answer messages.
 const WireVersion = 1
 
+// Version is a message's "v". It reads any JSON number of integral value,
+// as the schemas do ("const": 1 holds for 1.0 and 1e0, which some encoders
+// write): decoded into an int, an answer with "v": 1.0 was refused as
+// undecodable and its call waited out the timeout. A string or a fraction
+// is refused.
+type Version int
+
+// UnmarshalJSON implements [json.Unmarshaler].
+func (v *Version) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // as for an int: left alone
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
+		return fmt.Errorf("v is %s, not an integer", b)
+	}
+	*v = Version(f)
+	return nil
+}
+
 // MinSecretLen is the shortest accepted per-job secret (NewSecret makes 43).
 const MinSecretLen = 32
 
@@ -22,10 +43,10 @@ const MinSecretLen = 32
 // reply subject (the worker's own inbox) to answer to.
 // schemas/client_request.schema.json describes it.
 type Request struct {
-	V     int    `json:"v"`
-	ID    string `json:"id"`
-	JobID string `json:"job_id"`
-	Tool  string `json:"tool"`
+	V     Version `json:"v"`
+	ID    string  `json:"id"`
+	JobID string  `json:"job_id"`
+	Tool  string  `json:"tool"`
 	// Arguments is the JSON object text of the arguments. It is a string, as
 	// in OpenAI tool calls, so that every language can MAC the exact bytes.
 	Arguments string `json:"arguments"`
@@ -40,11 +61,11 @@ type Request struct {
 // Answer is what the submitter publishes to the request's reply subject.
 // schemas/client_response.schema.json describes it.
 type Answer struct {
-	V       int    `json:"v"`
-	ID      string `json:"id"` // the request's id
-	Output  string `json:"output"`
-	IsError bool   `json:"is_error,omitempty"`
-	MAC     string `json:"mac"`
+	V       Version `json:"v"`
+	ID      string  `json:"id"` // the request's id
+	Output  string  `json:"output"`
+	IsError bool    `json:"is_error,omitempty"`
+	MAC     string  `json:"mac"`
 }
 
 var (
