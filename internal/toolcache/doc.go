@@ -67,7 +67,10 @@
 // over the words of names, descriptions and parameter names.
 //
 // A View is one job's window on the pool: the servers it named, its
-// allow/deny globs, and its own sessions for servers in per-job mode.
+// allow/deny globs, and its own sessions for servers in per-job mode. A
+// tool renamed while a job runs (another server announced a tool of the
+// same name, so both became server__tool) is still called by the name the
+// job was offered.
 //
 // CountToolTokens counts what a tools array costs (o200k_base, offline), and
 // LoadCatalog reads captured tools/list catalogs for measurements without

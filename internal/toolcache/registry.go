@@ -26,6 +26,9 @@ type snapshot struct {
 	byName map[string]int
 	// version is unique to this snapshot (see Registry.Version).
 	version uint64
+	// formerly maps a name an earlier version gave a tool that this one
+	// names otherwise to its name now (see Registry.renamed).
+	formerly map[string]string
 
 	indexOnce sync.Once
 	index     *SearchIndex
@@ -85,6 +88,7 @@ func newEmptyRegistry() *Registry {
 // listeners.
 func (r *Registry) replace(tools []Tool) {
 	s := newSnapshot(tools)
+	s.formerly = formerNames(r.current(), s)
 	r.snap.Store(s)
 	// The new version's index is built now, once, off the pool's
 	// goroutine; a search that comes first waits for the same build.
@@ -102,6 +106,61 @@ func (r *Registry) replace(tools []Tool) {
 }
 
 func (r *Registry) current() *snapshot { return r.snap.Load() }
+
+// formerNames is s.formerly after old: each name old gave a tool (or knew
+// as a former name of one) that s names otherwise, mapped to the tool's
+// name in s. A name s gives to a tool is never a former name, and a tool
+// s no longer lists has none. At most a few per tool are kept, so a
+// server renaming without end cannot grow it.
+func formerNames(old, s *snapshot) map[string]string {
+	if old == nil {
+		return nil
+	}
+	type key struct{ server, original string }
+	now := make(map[key]string, len(s.tools))
+	for _, t := range s.tools {
+		now[key{t.Server, t.Original}] = t.Name
+	}
+	limit := 4*len(s.tools) + 16
+	var out map[string]string
+	add := func(name string, t Tool) {
+		if _, current := s.byName[name]; current || len(out) >= limit {
+			return
+		}
+		if to, ok := now[key{t.Server, t.Original}]; ok && to != name {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = to
+		}
+	}
+	for _, t := range old.tools {
+		add(t.Name, t)
+	}
+	for name, was := range old.formerly {
+		if i, ok := old.byName[was]; ok {
+			add(name, old.tools[i])
+		}
+	}
+	return out
+}
+
+// renamed returns the tool an earlier catalog version called name, when
+// the current one lists it under another name: a tool another server's
+// new tool of the same name made server-qualified while a job that was
+// offered the old name runs.
+func (r *Registry) renamed(name string) (Tool, bool) {
+	s := r.current()
+	to, ok := s.formerly[name]
+	if !ok {
+		return Tool{}, false
+	}
+	i, ok := s.byName[to]
+	if !ok {
+		return Tool{}, false
+	}
+	return s.tools[i], true
+}
 
 // Version identifies the current catalog version: it changes whenever the
 // catalog does, and no two catalog versions of any registries of the

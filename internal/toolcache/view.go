@@ -206,6 +206,13 @@ func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) 
 func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	t, ok := v.Get(name)
 	if !ok {
+		// A job's tools are those of the catalog when it started: a tool
+		// renamed since (another server's new tool took its name, so both
+		// are server-qualified now) is still the one it was offered.
+		t, ok = v.p.registry.renamed(name)
+		ok = ok && v.keeps(t)
+	}
+	if !ok {
 		return Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
 	c := v.p.conns[t.Server]
