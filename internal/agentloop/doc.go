@@ -60,7 +60,9 @@
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
 // [TOOL_CALLS], fenced or bare JSON) are recognised, and near misses of
 // them (damaged tags, broken braces or quotes, Python-style and ReAct
-// calls) recovered when they name a job's tool with valid arguments; an
+// calls) recovered when they name a job's tool with valid arguments; in
+// code mode a fenced JavaScript block calling a tool of the job (await
+// tools.NAME(...)) runs as an execute_code call; an
 // answer that looks like a failed call is asked again once, ephemerally,
 // and fails the job with [ErrMalformedCall] if the reply is debris too
 // (Config.ContentCalls sets this per model). An empty reply is

@@ -775,6 +775,18 @@ func (j *job) readContent(msg llm.Message, round int) (llm.Message, []string) {
 	}
 	calls, rest := extractContentCalls(msg.Content, round, j.toolSchema)
 	shapes := slices.Repeat([]string{shapeMarkup}, len(calls))
+	if len(calls) == 0 && j.mode == ModeCode {
+		// Before the tolerant reader, which would take a line of the
+		// script for a call.
+		var codes []string
+		codes, rest = codeBlockCalls(msg.Content, j.reg.code)
+		for i, code := range codes {
+			args, _ := json.Marshal(map[string]string{"code": code})
+			calls = append(calls, llm.ToolCall{ID: callID(round*100 + i), Type: "function",
+				Function: llm.FunctionCall{Name: ToolExecuteCode, Arguments: string(args)}})
+			shapes = append(shapes, shapeCode)
+		}
+	}
 	if len(calls) == 0 {
 		var nm []nearMiss
 		nm, rest = readNearMiss(msg.Content, j.toolSchema)
