@@ -47,7 +47,8 @@ func (l DeclLimits) withDefaults() DeclLimits {
 
 // ValidateDecls checks a job's declarations: names valid for providers and
 // unique, input schemas JSON objects that compile (draft 2020-12, no remote
-// $ref), and sizes within the limits. Every problem is reported, joined,
+// $ref) and describe an object ("type", when given, is "object"), and
+// sizes within the limits. Every problem is reported, joined,
 // each wrapping ErrInvalidDecl.
 func ValidateDecls(decls []Decl, lim DeclLimits) error {
 	lim = lim.withDefaults()
@@ -82,12 +83,33 @@ func ValidateDecls(decls []Decl, lim DeclLimits) error {
 		seen[d.Name] = true
 		if err := compileSchema(d.InputSchema); err != nil {
 			bad("client tool %q: input_schema: %v", d.Name, err)
+		} else if err := objectType(d.InputSchema); err != nil {
+			bad("client tool %q: input_schema: %v", d.Name, err)
 		}
 	}
 	if total > lim.MaxBytes {
 		bad("client tools take %d bytes, at most %d", total, lim.MaxBytes)
 	}
 	return errors.Join(errs...)
+}
+
+// objectType checks that a schema describes an object, when it names a
+// type at all (without one, Merge offers it with "type": "object"). A
+// tool's arguments are one JSON object, and OpenAI refuses a request
+// whose tool's parameters say another type ("schema must be a JSON Schema
+// of 'type: "object"', got 'type: "string"'"): a declaration with
+// "type": "string" passed the door and the job failed at its first model
+// request, whatever its task.
+func objectType(schema json.RawMessage) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &top); err != nil {
+		return err
+	}
+	t, ok := top["type"]
+	if !ok || string(bytes.TrimSpace(t)) == `"object"` {
+		return nil
+	}
+	return fmt.Errorf(`its type is %s, not "object": a tool's arguments are one JSON object (put the values in its properties)`, bytes.TrimSpace(t))
 }
 
 func compileSchema(schema json.RawMessage) error {

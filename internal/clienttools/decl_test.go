@@ -42,6 +42,12 @@ func TestValidateDecls(t *testing.T) {
 		{"schema not an object", []Decl{{Name: "a", InputSchema: json.RawMessage(`[]`)}}, DeclLimits{}, "not a JSON object"},
 		{"schema missing", []Decl{{Name: "a"}}, DeclLimits{}, "not a JSON object"},
 		{"schema invalid", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"nope"}`)}}, DeclLimits{}, "input_schema"},
+		// Arguments are one JSON object: a provider refuses another type.
+		{"type string", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"string"}`)}}, DeclLimits{}, `input_schema: its type is "string", not "object"`},
+		{"type array", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"array","items":{}}`)}}, DeclLimits{}, `its type is "array"`},
+		{"type list", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":["object","null"]}`)}}, DeclLimits{}, `its type is ["object","null"]`},
+		{"no type", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"properties":{"p":{"type":"string"}}}`)}}, DeclLimits{}, ""},
+		{"Type is no keyword", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","Type":"string"}`)}}, DeclLimits{}, ""},
 		{"local $ref", []Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"object","$defs":{"s":{"type":"string"}},"properties":{"p":{"$ref":"#/$defs/s"}}}`)}}, DeclLimits{}, ""},
 		// The worker's own files are never read for a job's schema.
 		{"$ref to a file URL", ref("file:///etc/hostname"), DeclLimits{}, "input_schema"},

@@ -192,7 +192,7 @@ func TestFloodOfForgedAnswers(t *testing.T) {
 
 // TestAnswerVersionAsTheSchemaReadsIt: "v" is accepted exactly when
 // client_response.schema.json's "const": 1 holds. An answer written by an
-// encoder that puts numbers as 1.0 (jq keeps the literal) was refused as
+// encoder that writes integral numbers as 1.0 was refused as
 // undecodable ("cannot unmarshal number 1.0 into Go struct field Answer.v
 // of type int") and its call waited out the whole timeout.
 func TestAnswerVersionAsTheSchemaReadsIt(t *testing.T) {
