@@ -919,15 +919,31 @@ func (j *job) noteCallIDs(m llm.Message) {
 func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
 	var b strings.Builder
 	b.WriteString("Your previous reply was not accepted because these tool calls had invalid arguments:\n")
+	// Each failing tool's schema is given once, long arguments by their
+	// start, and at most retryNoteCalls calls: a reply of hundreds of
+	// invalid calls, or of megabytes of arguments, made a note of as much.
 	failing := map[string]toolcache.Tool{}
-	for _, c := range invalid {
+	var more []string
+	for i, c := range invalid {
 		t := c.target.tool
+		_, shown := failing[t.Name]
 		failing[t.Name] = t
-		fmt.Fprintf(&b, "\n- %s(%s):\n", c.tc.Function.Name, c.tc.Function.Arguments)
+		if i >= retryNoteCalls {
+			if !slices.Contains(more, c.tc.Function.Name) {
+				more = append(more, c.tc.Function.Name)
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "\n- %s(%s):\n", c.tc.Function.Name, argumentsHead(c.tc.Function.Arguments))
 		for _, e := range c.invalid {
 			fmt.Fprintf(&b, "  - %s\n", e)
 		}
-		fmt.Fprintf(&b, "  Full input schema of %s: %s\n", t.Name, parameters(t))
+		if !shown {
+			fmt.Fprintf(&b, "  Full input schema of %s: %s\n", t.Name, parameters(t))
+		}
+	}
+	if len(more) > 0 {
+		fmt.Fprintf(&b, "\n- and %d more invalid calls (%s)\n", len(invalid)-retryNoteCalls, strings.Join(more, ", "))
 	}
 	b.WriteString("\nReply again, with arguments that match the schemas. All tools are still available.")
 
@@ -941,6 +957,23 @@ func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
 		}
 	}
 	return tools, b.String()
+}
+
+// retryNoteCalls bounds the invalid calls the schema retry's note lists.
+const retryNoteCalls = 50
+
+// argumentsHead is a call's arguments as the retry note quotes them: at
+// most their first 500 bytes, then how long they were.
+func argumentsHead(args string) string {
+	const n = 500
+	if len(args) <= n {
+		return args
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(args[cut]) {
+		cut--
+	}
+	return args[:cut] + fmt.Sprintf("... (%d bytes)", len(args))
 }
 
 // execute runs a round's calls concurrently (at most MaxParallelCalls at a
