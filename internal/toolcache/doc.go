@@ -29,7 +29,9 @@
 // a second however many notifications arrive; an HTTP response body is cut
 // at 64 MiB (an event stream, per line) and an HTTP error body at 2 KiB in
 // the error; a tool definition without a name, with an unusable schema (one
-// whose "type" is not "object": providers refuse the whole request) or that
+// whose "type" is not "object": providers refuse the whole request; one
+// nested deeper than MaxSchemaDepth, which would take minutes to compile
+// for validation) or that
 // runs only as an MCP task (execution.taskSupport "required") is left out
 // (and logged), not the server's whole list; a tools/call result
 // mcp-go cannot decode (unknown content types, isError without content) is

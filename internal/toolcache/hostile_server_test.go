@@ -36,7 +36,7 @@ import (
 //	              beside good ones
 //	hangresources announces resources and never answers resources/list
 //	              (nor any resources/ request); serves tools and pings
-//	uncallable    tools no call can reach (uncallableTools) beside good
+//	uncallable    tools no call can (or should) reach (uncallableTools) beside good
 //	              ones; echo("emptyerror") answers isError with empty
 //	              content, echo("blankerror") with a text of blanks
 //
@@ -59,7 +59,9 @@ var undecodableTools = []string{
 }
 
 // uncallableTools are tool definitions mcp-go decodes but no call can
-// use, each named bad_*, then two that are fine.
+// use (or only at a cost no call is worth), each named bad_*, then two
+// that are fine. The server adds bad_deep, an input schema nested more
+// than MaxSchemaDepth levels, and deep_enough, one just within.
 var uncallableTools = []string{
 	`{"name":"bad_string_type","inputSchema":{"type":"string"}}`,
 	`{"name":"bad_type_list","inputSchema":{"type":["object","null"],"properties":{}}}`,
@@ -164,6 +166,11 @@ func serveHostile(mode string) int {
 			for _, d := range uncallableTools {
 				list = append(list, json.RawMessage(d))
 			}
+			deep := func(levels int) json.RawMessage { // 2 JSON levels each, plus 1
+				return json.RawMessage(strings.Repeat(`{"type":"object","properties":{"x":`, levels) + `{"type":"string"}` + strings.Repeat(`}}`, levels))
+			}
+			list = append(list, map[string]any{"name": "bad_deep", "inputSchema": deep(MaxSchemaDepth / 2)},
+				map[string]any{"name": "deep_enough", "inputSchema": deep(MaxSchemaDepth/2 - 1)})
 			return list, ""
 		case "names":
 			list = []any{echo}

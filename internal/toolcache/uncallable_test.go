@@ -12,8 +12,10 @@ import (
 // "object" (OpenAI refuses a whole request that offers one, so it failed
 // every job seeing it; no call can pass its validation either) or that
 // runs only as an MCP task (every call answered "requires task
-// augmentation", as server-everything's simulate-research-query did) is
-// left out with the reason, and the server's other tools are served; an
+// augmentation", as server-everything's simulate-research-query did) or
+// whose schema nests so deep that compiling it for validation costs
+// minutes (seen end to end with bin/worker: 2,000 levels, 42 s before the
+// first call's validation answered) is left out with the reason, and the server's other tools are served; an
 // error result that says nothing is named, not given as empty text (the
 // model read "Error: ").
 func TestUncallableToolsLeftOut(t *testing.T) {
@@ -39,6 +41,8 @@ func TestUncallableToolsLeftOut(t *testing.T) {
 		{"bad_type_list", false, `"type" is ["object","null"], not "object"`},
 		{"bad_array_type", false, `"type" is "array", not "object"`},
 		{"bad_task_only", false, `execution.taskSupport is "required"`},
+		{"bad_deep", false, "nests more than 100 levels deep"},
+		{"deep_enough", true, ""},
 	}
 	for _, tc := range tools {
 		if got := p.Registry().Has(tc.name); got != tc.listed {
