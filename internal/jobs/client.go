@@ -103,7 +103,10 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	if j.Queue == "" {
 		j.Queue = DefaultQueue
 	}
-	data, err := json.Marshal(&j)
+	// Without HTML escaping, which made each '<', '>' and '&' six bytes
+	// (\u003c): a job under the limit as written (HTML, code) was refused
+	// as too large, and its size named was not the job's.
+	data, err := encodeNoEscape(&j)
 	if err != nil {
 		return nil, err
 	}

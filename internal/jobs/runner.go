@@ -252,7 +252,12 @@ func eventMsg(n Names, ev Event) (*nats.Msg, error) {
 		ev.Seq = 1
 	}
 	ev.Time = time.Now().UTC()
-	b, err := json.Marshal(ev)
+	// Without HTML escaping: json.Marshal would escape the '<', '>' and '&'
+	// of ev.Data again, and a preview cut to fit max_payload (bigevent.go,
+	// built unescaped) grew up to sixfold past it, its publish refused
+	// (nats: maximum payload exceeded) with every later event held behind
+	// it. The data is published as measured.
+	b, err := encodeNoEscape(ev)
 	if err != nil {
 		return nil, err
 	}
