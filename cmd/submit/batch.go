@@ -68,7 +68,7 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 			}
 		case b[0] == '{':
 			if _, err = c.decodeJob(b, false); err == nil {
-				err = json.Unmarshal(b, &j) // over the defaults: the line's fields win
+				err = jobs.UnmarshalJob(b, &j) // over the defaults: the line's fields win
 			} else {
 				// Refused (a schema error): the result still names the
 				// line's job by its id when the line gives a valid one (an

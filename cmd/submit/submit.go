@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -349,8 +350,14 @@ func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(data, &m) == nil && m != nil {
 			m["task"] = json.RawMessage(`"task given elsewhere"`)
-			if b, err := json.Marshal(m); err == nil {
-				probe = b
+			// Without HTML escaping: json.Marshal would make each '<', '>'
+			// and '&' of the file six bytes, and a job that fits refused
+			// as too large.
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if enc.Encode(m) == nil {
+				probe = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 			}
 		}
 	}
@@ -358,7 +365,7 @@ func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
 		return nil, err
 	}
 	var j jobs.Job
-	if err := json.Unmarshal(data, &j); err != nil {
+	if err := jobs.UnmarshalJob(data, &j); err != nil { // max_rounds 1.0 as the worker reads it
 		return nil, err // the schema passed, so this is not expected
 	}
 	return &j, nil

@@ -104,22 +104,8 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 		return nil, err
 	}
 	var j Job
-	// max_rounds through json.Number: the schema's integer admits 1.0 and
-	// 1e2, which encoding/json will not put in an int.
-	type plain Job
-	aux := struct {
-		*plain
-		MaxRounds json.Number `json:"max_rounds,omitempty"`
-	}{plain: (*plain)(&j)}
-	if err := json.Unmarshal(data, &aux); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSchema, err)
-	}
-	if aux.MaxRounds != "" {
-		f, err := aux.MaxRounds.Float64()
-		if err != nil || f != float64(int(f)) {
-			return nil, fmt.Errorf("%w: max_rounds %s is not an integer", ErrSchema, aux.MaxRounds)
-		}
-		j.MaxRounds = int(f)
+	if err := UnmarshalJob(data, &j); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(j.Task) == "" {
 		// minLength lets "   " through, and the loop would then fail the job
@@ -131,6 +117,31 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 		return nil, err
 	}
 	return &j, nil
+}
+
+// UnmarshalJob decodes the JSON object data over j as DecodeJob does
+// (members data lacks keep j's values: defaults), without DecodeJob's
+// checks. max_rounds goes through json.Number: the schema's integer admits
+// 1.0 and 1e2, which encoding/json will not put in an int ("cannot
+// unmarshal number 1.0 into Go struct field Job.max_rounds of type int"),
+// so a job the worker runs was refused by code decoding it directly.
+func UnmarshalJob(data []byte, j *Job) error {
+	type plain Job
+	aux := struct {
+		*plain
+		MaxRounds json.Number `json:"max_rounds,omitempty"`
+	}{plain: (*plain)(j)}
+	if err := json.Unmarshal(data, &aux); err != nil {
+		return fmt.Errorf("%w: %w", ErrSchema, err)
+	}
+	if aux.MaxRounds != "" {
+		f, err := aux.MaxRounds.Float64()
+		if err != nil || f != float64(int(f)) {
+			return fmt.Errorf("%w: max_rounds %s is not an integer", ErrSchema, aux.MaxRounds)
+		}
+		j.MaxRounds = int(f)
+	}
+	return nil
 }
 
 // errBeyondSchema marks the door's refusals of jobs the schema accepts
