@@ -181,7 +181,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_ACK_WAIT": "-5s"}, "invalid JETAGENT_ACK_WAIT: must be at least 1s (got -5s)"},
 		{map[string]string{"JETAGENT_JOB_TIMEOUT": "-1m"}, "invalid JETAGENT_JOB_TIMEOUT: must be positive (got -1m0s)"},
 		{map[string]string{"JETAGENT_SHUTDOWN_GRACE": "-1s"}, "invalid JETAGENT_SHUTDOWN_GRACE: must be positive (got -1s)"},
-		{map[string]string{"JETAGENT_DUPLICATE_WINDOW": "-1h"}, "invalid JETAGENT_DUPLICATE_WINDOW: must be positive (got -1h0m0s)"},
+		{map[string]string{"JETAGENT_DUPLICATE_WINDOW": "-1h"}, "invalid JETAGENT_DUPLICATE_WINDOW: must be at least 100ms (got -1h0m0s)"},
 		{map[string]string{"JETAGENT_MAX_DELIVER": "0"}, "invalid JETAGENT_MAX_DELIVER: must be at least 1 (got 0)"},
 		{map[string]string{"JETAGENT_MCP_CONFIG": notJSON}, "JETAGENT_MCP_CONFIG: " + notJSON + ": toolcache: config is not valid JSON"},
 		{map[string]string{"JETAGENT_MCP_CONFIG": files}, "JETAGENT_MCP_CONFIG: toolcache: read config: read " + files + ": is a directory"},

@@ -105,12 +105,17 @@ func (c TopologyConfig) Validate() error {
 	switch {
 	case c.Replicas < 1 || c.Replicas > 5:
 		return bad("Replicas", "replicas", "must be 1..5 (got %d)", c.Replicas)
-	case c.DuplicateWindow <= 0:
-		return bad("DuplicateWindow", "duplicate window", "must be positive (got %s)", c.DuplicateWindow)
-	case c.EventsMaxAge <= 0:
-		return bad("EventsMaxAge", "events max age", "must be positive (got %s)", c.EventsMaxAge)
+	case c.DuplicateWindow < minStreamWindow:
+		// The server's own least; below it the worker failed at its start
+		// with the server's "duplicates window needs to be >= 100ms".
+		return bad("DuplicateWindow", "duplicate window", "must be at least %s (got %s)", minStreamWindow, c.DuplicateWindow)
+	case c.EventsMaxAge < minStreamWindow:
+		return bad("EventsMaxAge", "events max age", "must be at least %s (got %s)", minStreamWindow, c.EventsMaxAge)
 	case c.DLQMaxAge < 0:
 		return bad("DLQMaxAge", "dead-letter max age", "must not be negative (got %s)", c.DLQMaxAge)
+	case c.DLQMaxAge > 0 && c.DLQMaxAge < minStreamWindow:
+		return bad("DLQMaxAge", "dead-letter max age", "must be 0 (kept until purged) or at least %s (got %s)",
+			minStreamWindow, c.DLQMaxAge)
 	case c.AckWait < time.Second:
 		return bad("AckWait", "ack wait", "must be at least 1s (got %s)", c.AckWait)
 	case c.MaxDeliver < 1:
@@ -125,6 +130,19 @@ func (c TopologyConfig) Validate() error {
 		}
 	}
 	return nil
+}
+
+// minStreamWindow is the least duplicate window and max age the NATS
+// server accepts for a stream.
+const minStreamWindow = 100 * time.Millisecond
+
+// dlqDuplicates is the dead-letter stream's duplicate window: 2 minutes,
+// or its max age when that is shorter (0: kept until purged).
+func dlqDuplicates(maxAge time.Duration) time.Duration {
+	if maxAge > 0 {
+		return min(2*time.Minute, maxAge)
+	}
+	return 2 * time.Minute
 }
 
 // shortestAckWait is the shortest time the server waits for an ack or a
@@ -196,7 +214,10 @@ func EnsureTopology(ctx context.Context, js jetstream.JetStream, cfg TopologyCon
 			Name: n.DLQStream(), Description: "jetagent dead letters: the original job and a Jetagent-Reason header",
 			Subjects: []string{n.DLQSubject("*")}, Retention: jetstream.LimitsPolicy,
 			Storage: jetstream.FileStorage, Replicas: cfg.Replicas, MaxAge: cfg.DLQMaxAge,
-			Duplicates: 2 * time.Minute,
+			// Within the max age, as the server demands: a DLQ max age
+			// under 2 minutes stopped the worker at its start ("duplicates
+			// window can not be larger then max age").
+			Duplicates: dlqDuplicates(cfg.DLQMaxAge),
 		}},
 		{&t.Advisories, jetstream.StreamConfig{
 			Name: n.AdvisoryStream(), Description: "max-deliveries advisories of the jobs stream, for dead-lettering",
