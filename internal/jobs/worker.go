@@ -1143,17 +1143,34 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		})
 		return err
 	}
-	err := write()
-	if errors.Is(err, errStateTooLarge) {
-		// A long answer or error: store it beside the transcript and keep
-		// a preview with a reference, or the state could never be written.
-		if oerr := w.offloadResult(ctx, res); oerr != nil {
-			d.log.Error("result store failed; handing the job back", "err", oerr)
-			_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
-			return
+	// The last allowed delivery is kept while the store cannot take the
+	// state (full, or away), as its claim is (keepLastDelivery): handed
+	// back, nothing delivered it again, and the job stayed running for
+	// ever with its outcome lost.
+	var err error
+	for try := 0; ; try++ {
+		if try > 0 {
+			cancel()
+			ctx, cancel = opContext()
 		}
-		errText = res.Error
 		err = write()
+		if errors.Is(err, errStateTooLarge) {
+			// A long answer or error: store it beside the transcript and keep
+			// a preview with a reference, or the state could never be written.
+			if oerr := w.offloadResult(ctx, res); oerr != nil {
+				if w.keepLastDelivery(d, try, oerr) {
+					continue
+				}
+				d.log.Error("result store failed; handing the job back", "err", oerr)
+				_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+				return
+			}
+			errText = res.Error
+			err = write()
+		}
+		if !errors.Is(err, errStateUnavailable) || !w.keepLastDelivery(d, try, err) {
+			break
+		}
 	}
 	switch {
 	case errors.Is(err, errStateUnavailable):
