@@ -525,7 +525,10 @@
     get(t, k) {
       if (typeof k !== "string" || k in t || k in probes) return t[k];
       if (k in byName) return byName[k];
-      throw new TypeErrorC("tools." + k + " is not a tool of this job (its tools are listed in execute_code's description; search_tools finds them by what they do)");
+      // A name of megabytes is quoted by its start: the message would
+      // be cut before saying what is wrong.
+      const shown = k.length > 128 ? apply(strSlice, k, [0, 128]) + "... (" + k.length + " characters)" : k;
+      throw new TypeErrorC("tools." + shown + " is not a tool of this job (its tools are listed in execute_code's description; search_tools finds them by what they do)");
     },
   });
   defineProperty(G, "tools", { value: toolsView, writable: false, enumerable: false, configurable: false });

@@ -64,6 +64,10 @@ func TestRun(t *testing.T) {
 		{name: "argument must be an object", code: `await tools.echo("level=error")`, wantErr: "Uncaught TypeError: tools.echo takes one argument, an object of named parameters, not string"},
 		{name: "array argument", code: `await tools.echo([1])`, wantErr: "not an array"},
 		{name: "unknown tool", code: `await tools.nope({})`, wantErr: "Uncaught TypeError"},
+		// The message was the whole name, then what is wrong: cut for the
+		// model (16 KiB), it said nothing but the name.
+		{name: "an unknown name of a megabyte is quoted by its start", code: `await tools["x".repeat(1 << 20)]({})`,
+			wantErr: "Uncaught TypeError: tools." + strings.Repeat("x", 128) + "... (1048576 characters) is not a tool of this job"},
 		{name: "tools is frozen", code: `tools.echo = 1; Object.isFrozen(tools) + " " + typeof tools.echo`, want: "true function"},
 		{name: "uncaught throw with location", code: "const a = 1;\n  throw new RangeError('out of range');", wantErr: "Uncaught RangeError: out of range (at line 2:"},
 		{name: "uncaught non-Error", code: `throw {code: 7}`, wantErr: `Uncaught {"code":7}`},
@@ -234,7 +238,10 @@ func TestCallContextCancelledOnStop(t *testing.T) {
 	t.Parallel()
 	cat := NewCatalog([]Tool{{Name: "slow"}})
 	h := ctxHost{}
-	out := cat.Run(context.Background(), `await tools.slow({})`, h, Limits{WallTime: 100 * time.Millisecond})
+	// A second, not less: under -race on a busy machine the runtime's set
+	// up took 100 ms, and the limit came before the call (the test failed
+	// so, with "a loop that does not end?").
+	out := cat.Run(context.Background(), `await tools.slow({})`, h, Limits{WallTime: time.Second})
 	var le *LimitError
 	if !errors.As(out.Err, &le) || le.Limit != "wall time" {
 		t.Fatalf("Err = %v, want the wall time limit", out.Err)
