@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -37,6 +38,8 @@ func TestWireMatchesSchemas(t *testing.T) {
 	t.Parallel()
 	req := Request{V: 1, ID: "5f2b0c1e9a7d4c3b8e6f1a2b3c4d5e6f", JobID: "job-42", Tool: "read_file", Arguments: `{"path":"/a"}`, DeadlineMS: 1767225600000}
 	req.Sign(testSecret)
+	longKey := req
+	longKey.IdempotencyKey = strings.Repeat("j", 25) + "/call_" + strings.Repeat("x", 600) + "/\u00e9 \n"
 	ans := Answer{V: 1, ID: req.ID, Output: "hi", IsError: true}
 	ans.Sign(testSecret)
 	tests := []struct {
@@ -46,6 +49,10 @@ func TestWireMatchesSchemas(t *testing.T) {
 	}{
 		{"client_request.schema.json", req, true},
 		{"client_request.schema.json", Request{V: 2, ID: "x"}, false},
+		// The key holds the model's call id as it wrote it: 632 characters,
+		// a slash and a newline in one a scripted model sent end to end
+		// (the schema's maxLength of 512 refused the worker's request).
+		{"client_request.schema.json", longKey, true},
 		{"client_response.schema.json", ans, true},
 		{"client_response.schema.json", Answer{V: 1, ID: "x", Output: "o"}, false}, // no mac
 	}
