@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,7 +35,11 @@ func oneLine(s string, n int) string {
 // formatEvent renders an event as one readable line.
 func formatEvent(ev jobs.Event) string {
 	var d map[string]any
-	_ = json.Unmarshal(ev.Data, &d)
+	// Numbers as written: decoded as float64 and printed with %v, a count
+	// of a million read 1e+06 ("137+1.25e+06 tokens").
+	dec := json.NewDecoder(bytes.NewReader(ev.Data))
+	dec.UseNumber()
+	_ = dec.Decode(&d)
 	get := func(k string) any { return d[k] }
 	str := func(k string) string {
 		if v, ok := d[k]; ok && v != nil {
