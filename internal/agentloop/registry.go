@@ -202,6 +202,37 @@ func (e *entry) validate(args json.RawMessage) []string {
 	var out []string
 	leafErrors(ve, &out)
 	sort.Strings(out)
+	return boundViolations(out)
+}
+
+// Bounds on the violations of one call, which go into its events, the
+// schema retry's note and its result: the library quotes what it finds
+// (an argument name of 100 KB the schema does not allow), and an array of
+// 10,000 wrong items has as many.
+const (
+	maxViolations     = 20
+	maxViolationBytes = 300
+)
+
+// boundViolations keeps the first maxViolations violations, each cut to
+// maxViolationBytes, and says how many more there were.
+func boundViolations(out []string) []string {
+	n := len(out)
+	if n > maxViolations {
+		out = out[:maxViolations]
+	}
+	for i, v := range out {
+		if len(v) > maxViolationBytes {
+			cut := maxViolationBytes
+			for cut > 0 && !utf8.RuneStart(v[cut]) {
+				cut--
+			}
+			out[i] = v[:cut] + fmt.Sprintf("... (%d bytes)", len(v))
+		}
+	}
+	if n > maxViolations {
+		out = append(out, fmt.Sprintf("... and %d more violations", n-maxViolations))
+	}
 	return out
 }
 

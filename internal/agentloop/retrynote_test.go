@@ -86,3 +86,59 @@ func TestSchemaRetryNoteBounded(t *testing.T) {
 		})
 	}
 }
+
+// The violations of one call went whole into its events, the retry note
+// and its result: an argument name of 100 KB that the schema does not
+// allow (search_tools allows no other member) made a note of 200 KB and a
+// result cut at 16 KiB before the schema (seen end to end with bin/worker
+// and the scripted model), and an array of 10,000 wrong items 10,000
+// lines. A violation is now quoted by its first 300 bytes, and a call
+// shows at most 20 of them.
+func TestViolationsBounded(t *testing.T) {
+	t.Parallel()
+	tags := make([]int, 10000)
+	for _, tc := range []struct {
+		name, tool, args string
+		want             []string
+	}{
+		{name: "a member name of 100 KB", tool: "create_issue",
+			args: fmt.Sprintf(`{"repo":{"owner":"o","name":"n"},"title":"t",%q:1}`, strings.Repeat("k", 100_000)),
+			want: []string{"additional properties 'kkk", "(100", "bytes)"}},
+		{name: "10,000 wrong items", tool: "create_issue",
+			args: `{"repo":{"owner":"o","name":"n"},"title":"t","labels":` + mustJSON(t, tags) + `}`,
+			want: []string{"at '/labels/0'", "and 9980 more"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var ts testServer
+			tools := newToolSet(t, &ts, false)
+			s := llmtest.NewServer(t, toolReply(call(tc.tool, tc.args)), toolReply(call(tc.tool, tc.args)), textReply("Gave up."))
+			var ev events
+			l := newLoop(t, s, agentloop.Config{})
+			if _, err := l.Run(t.Context(), agentloop.Input{Task: "Go.", Mode: agentloop.ModeFull, Tools: tools, Sink: &ev}); err != nil {
+				t.Fatal(err)
+			}
+			reqs := s.Requests()
+			note := reqs[1].Messages[len(reqs[1].Messages)-1].Content
+			result := toolMessages(reqs[2].Messages)[0].Content
+			for what, text := range map[string]string{"retry note": note, "tool result": result} {
+				if len(text) > 4<<10 {
+					t.Errorf("the %s is %d bytes: %.400s...", what, len(text), text)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(text, w) {
+						t.Errorf("the %s has no %q: %.1000s", what, w, text)
+					}
+				}
+			}
+			if !strings.Contains(result, "Input schema of "+tc.tool+":") {
+				t.Errorf("the tool result lost its schema: ...%s", tail(result))
+			}
+			for _, e := range ev.of(agentloop.EventToolValidationFailed) {
+				if n := len(mustJSON(t, e.Data["errors"])); n > 8<<10 {
+					t.Errorf("a tool.validation_failed event's errors are %d bytes", n)
+				}
+			}
+		})
+	}
+}
