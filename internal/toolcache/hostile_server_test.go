@@ -38,7 +38,8 @@ import (
 //	              (nor any resources/ request); serves tools and pings
 //	uncallable    tools no call can (or should) reach (uncallableTools) beside good
 //	              ones; echo("emptyerror") answers isError with empty
-//	              content, echo("blankerror") with a text of blanks
+//	              content, echo("blankerror") with a text of blanks,
+//	              echo("listchanged") sends notifications/tools/list_changed
 //
 // Every server that serves has the tool echo(text). hostileCountEnv, when
 // set, is a file to which each start appends a line (to count restarts).
@@ -250,6 +251,9 @@ func serveHostile(mode string) int {
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("0123456789", 1<<20)}}})
 			case fmt.Sprint(req.Params.Arguments["text"]) == "lists":
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strconv.FormatInt(lists.Load(), 10)}}})
+			case mode == "uncallable" && fmt.Sprint(req.Params.Arguments["text"]) == "listchanged":
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": "sent"}}})
 			case mode == "uncallable" && fmt.Sprint(req.Params.Arguments["text"]) == "emptyerror":
 				reply(map[string]any{"content": []any{}, "isError": true})
 			case mode == "uncallable" && fmt.Sprint(req.Params.Arguments["text"]) == "blankerror":

@@ -383,6 +383,11 @@ type serverConn struct {
 
 	firstDone chan struct{}
 	resync    chan struct{} // buffered 1: coalesces list_changed bursts
+	// leftOut is what the last "MCP tool definitions left out" warning
+	// said (run loop only): the same definitions left out again at each
+	// re-read (list_changed, up to twice a second; resyncs; reconnects)
+	// are not logged again.
+	leftOut string
 
 	mu   sync.Mutex
 	sess *session // current shared session; nil while (re)connecting
@@ -625,9 +630,7 @@ func (c *serverConn) connect(ctx context.Context) (*session, error) {
 		_ = s.close()
 		return nil, err
 	}
-	if len(skipped) > 0 {
-		c.p.opts.logger.Warn("MCP tool definitions left out", "mcp_server", c.name, "count", len(skipped), "err", errors.Join(skipped...))
-	}
+	c.warnLeftOut(c.p.opts.logger.With("mcp_server", c.name), skipped)
 	s.connectTime = time.Since(start) // spawn/dial + initialize + tools/list
 	died := c.sessionDied
 	s.onDead.Store(&died)
@@ -671,10 +674,24 @@ func (c *serverConn) syncTools(s *session, log *slog.Logger) {
 		log.Warn("MCP tools/list failed", "err", err)
 		return
 	}
-	if len(skipped) > 0 {
-		log.Warn("MCP tool definitions left out", "count", len(skipped), "err", errors.Join(skipped...))
-	}
+	c.warnLeftOut(log, skipped)
 	c.setTools(tools)
+}
+
+// warnLeftOut logs the tool definitions a tools/list left out, unless the
+// last list left out the same ones.
+func (c *serverConn) warnLeftOut(log *slog.Logger, skipped []error) {
+	var said string
+	if len(skipped) > 0 {
+		said = errors.Join(skipped...).Error()
+	}
+	if said == c.leftOut {
+		return
+	}
+	c.leftOut = said
+	if said != "" {
+		log.Warn("MCP tool definitions left out", "count", len(skipped), "err", said)
+	}
 }
 
 // setTools publishes a new tool list; the registry is rebuilt (and OnChange

@@ -2,6 +2,7 @@ package toolcache
 
 import (
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,5 +70,55 @@ func TestUncallableToolsLeftOut(t *testing.T) {
 		if err != nil || !res.IsError || res.Text != tc.want {
 			t.Errorf("echo(%s) = %+v, %v; want the error text %q", tc.text, res, err, tc.want)
 		}
+	}
+}
+
+// TestLeftOutSaidOnce: the definitions a server's list leaves out are
+// logged when they first are, not again at every re-read of the same list
+// (each list_changed, up to twice a second, and each resync logged the
+// same warning: seen end to end with bin/worker, server-everything's
+// simulate-research-query named twice within a second of starting).
+func TestLeftOutSaidOnce(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	s.ConnectTimeout, s.HealthInterval = 30*time.Second, 0
+	logs := make(logRecords, 1000)
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": hostileServer("uncallable", nil)}},
+		WithSettings(s), WithLogger(slog.New(logs)))
+	v := newTestView(t, p, nil, nil, nil)
+	logs.next(t, "MCP tool definitions left out", 10*time.Second)
+	lists := func() int {
+		res, err := callErr(v, "echo", "lists")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(res.Text)
+		return n
+	}
+	// Two re-reads: the run loop does one at a time, so when the server
+	// sees the third tools/list, the first re-read (the second list) has
+	// been logged, if it was.
+	for want := 2; want <= 3; want++ {
+		if _, err := callErr(v, "echo", "listchanged"); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for lists() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("no re-read %d after list_changed", want)
+			}
+			runtime.Gosched()
+		}
+	}
+	for {
+		select {
+		case r := <-logs:
+			if r.Message == "MCP tool definitions left out" {
+				t.Fatalf("logged again at a re-read of the same list: %v", attr(r, "err"))
+			}
+			continue
+		default:
+		}
+		break
 	}
 }
