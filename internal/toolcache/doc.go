@@ -38,6 +38,11 @@
 // still given to the model. Not bounded: one line a stdio server writes to
 // stdout (mcp-go reads it whole).
 //
+// The credentials a server's URL carries (userinfo, a query's api_key or
+// token: redact.Secrets) are taken out of every error the pool returns and
+// every line it logs: the transports quote URLs whole in their errors,
+// which reach the model, events and transcripts.
+//
 // Sessions use mcp-go's client API (Initialize, ListTools, CallTool,
 // resources, Ping/Discover, Listen); session_raw.go is the small part that
 // reads JSON-RPC itself (verbatim tool schemas, error codes, cancellation

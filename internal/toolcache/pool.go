@@ -12,6 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/jetagent/jetagent/internal/cfgerr"
+	"github.com/jetagent/jetagent/internal/redact"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -200,6 +201,9 @@ type Pool struct {
 	names    []string // enabled servers, sorted
 	disabled map[string]ServerConfig
 	registry *Registry
+	// secrets are the credentials the servers' URLs carry, taken out of
+	// every error and log line (urlSecrets).
+	secrets []string
 
 	ctx    context.Context // ends at Close: stops background loops
 	cancel context.CancelFunc
@@ -244,8 +248,13 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 	if err := full.Validate(); err != nil {
 		return nil, err
 	}
+	secrets := urlSecrets(full.Servers)
+	if len(secrets) > 0 {
+		o.logger = slog.New(scrubHandler{o.logger.Handler(), secrets})
+	}
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{
+		secrets:  secrets,
 		opts:     o,
 		conns:    map[string]*serverConn{},
 		disabled: map[string]ServerConfig{},
@@ -315,7 +324,9 @@ type ServerStatus struct {
 func (p *Pool) Status() []ServerStatus {
 	var out []ServerStatus
 	for _, name := range p.names {
-		out = append(out, p.conns[name].status())
+		st := p.conns[name].status()
+		st.Error = redact.Text(st.Error, p.secrets)
+		out = append(out, st)
 	}
 	for name, sc := range p.disabled {
 		out = append(out, ServerStatus{Name: name, Type: sc.Type, SessionMode: sc.SessionMode, State: StateDisabled})

@@ -1,8 +1,11 @@
 package toolcache
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -43,4 +46,92 @@ func urlError(raw string, err error) error {
 		return &url.Error{Op: ue.Op, URL: redact.URL(raw), Err: ue.Err}
 	}
 	return err
+}
+
+// urlSecrets are the credentials the servers' URLs carry (redact.Secrets:
+// userinfo, credential query parameters such as ?api_key=). The
+// transports quote a URL whole in their errors ('Post "https://host/mcp?
+// api_key=...": dial tcp ...'), which reach the model, events,
+// transcripts, the status and the log: the pool takes these out of
+// every error it returns and every line it logs.
+func urlSecrets(servers map[string]ServerConfig) []string {
+	var out []string
+	for _, sc := range servers {
+		out = append(out, redact.Secrets(sc.URL)...)
+	}
+	return out
+}
+
+// scrubbed is an error whose text had a server URL's credentials taken
+// out; the cause is kept for errors.Is and errors.As.
+type scrubbed struct {
+	err error
+	msg string
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// scrub takes the servers' URL credentials out of err's text.
+func scrub(err error, secrets []string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	if out := redact.Text(msg, secrets); out != msg {
+		return &scrubbed{err: err, msg: out}
+	}
+	return err
+}
+
+// scrubHandler takes the servers' URL credentials out of the message and
+// the attributes of every record it passes on.
+type scrubHandler struct {
+	slog.Handler
+	secrets []string
+}
+
+func (h scrubHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, redact.Text(r.Message, h.secrets), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h scrubHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	scrubbedAttrs := make([]slog.Attr, len(as))
+	for i, a := range as {
+		scrubbedAttrs[i] = h.attr(a)
+	}
+	return scrubHandler{h.Handler.WithAttrs(scrubbedAttrs), h.secrets}
+}
+
+func (h scrubHandler) WithGroup(name string) slog.Handler {
+	return scrubHandler{h.Handler.WithGroup(name), h.secrets}
+}
+
+func (h scrubHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, redact.Text(v.String(), h.secrets))
+	case slog.KindGroup:
+		g := v.Group()
+		out := make([]any, len(g))
+		for i, ga := range g {
+			out[i] = h.attr(ga)
+		}
+		return slog.Group(a.Key, out...)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.Any(a.Key, scrub(err, h.secrets))
+		}
+		s := fmt.Sprint(v.Any())
+		if out := redact.Text(s, h.secrets); out != s {
+			return slog.String(a.Key, out)
+		}
+	}
+	return a
 }

@@ -200,7 +200,7 @@ func (v *View) keeps(t Tool) bool {
 // reconnected session.
 func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	res, err := v.callTool(ctx, name, args)
-	return res, opError("call "+name, err)
+	return res, scrub(opError("call "+name, err), v.p.secrets)
 }
 
 func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
@@ -302,7 +302,7 @@ func (v *View) session(ctx context.Context, c *serverConn) (*session, error) {
 // servers. A server that fails is skipped when others answer.
 func (v *View) ListResources(ctx context.Context) ([]Resource, error) {
 	rs, err := v.listResources(ctx)
-	return rs, opError("list resources", err)
+	return rs, scrub(opError("list resources", err), v.p.secrets)
 }
 
 func (v *View) listResources(ctx context.Context) ([]Resource, error) {
@@ -376,7 +376,7 @@ func (v *View) sessionNow(ctx context.Context, c *serverConn) (*session, error) 
 // resources until one answers.
 func (v *View) ReadResource(ctx context.Context, uriOrName string) (string, error) {
 	text, err := v.readResource(ctx, uriOrName)
-	return text, opError("read resource "+uriOrName, err)
+	return text, scrub(opError("read resource "+uriOrName, err), v.p.secrets)
 }
 
 func (v *View) readResource(ctx context.Context, uriOrName string) (string, error) {
