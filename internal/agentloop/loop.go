@@ -62,6 +62,27 @@ type job struct {
 	// callIDs are the tool call ids in messages and records: a new call
 	// must not reuse one, since results and records are matched by id.
 	callIDs map[string]bool
+	// doing is what the job is at (waiting for the model, running a
+	// round's calls), named by the error of a job whose context ends.
+	doing string
+}
+
+// callNames names the tools of calls (the real one behind call_tool),
+// each once, at most five; a call of an unknown name runs nothing.
+func callNames(calls []*call) string {
+	var names []string
+	for _, c := range calls {
+		if c.target == nil {
+			continue
+		}
+		if n := c.target.tool.Name; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Run runs one job to its end. It returns a Result also on error, with
@@ -286,6 +307,7 @@ func (j *job) emit(ctx context.Context, typ string, round int, data map[string]a
 func (j *job) run(ctx context.Context) (*Result, error) {
 	for j.rounds < j.maxRounds {
 		round := j.rounds + 1
+		j.doing = fmt.Sprintf("waiting for the model's reply in round %d", round)
 		turn, err := j.turn(ctx, round)
 		if err != nil {
 			return j.fail(ctx, err)
@@ -294,6 +316,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 			j.messages = append(j.messages, turn.msg)
 			return j.result(turn.msg.Content, StopFinalAnswer), nil
 		}
+		j.doing = fmt.Sprintf("running the tool calls of round %d (%s)", round, callNames(turn.calls))
 		toolMsgs, recs := j.execute(ctx, round, turn.calls)
 		if ctx.Err() != nil {
 			// The round is incomplete: it does not enter history.
@@ -318,6 +341,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	// Rounds ran out: one last request without tools for the final answer.
 	round := j.rounds + 1
 	j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: finalNote})
+	j.doing = fmt.Sprintf("waiting for the model's final answer (round %d, max_rounds reached)", round)
 	answer, err := j.finalAnswer(ctx, round)
 	if err != nil {
 		return j.fail(ctx, err)
@@ -423,7 +447,12 @@ func (j *job) result(answer, stop string) *Result {
 // fail ends the job, classifying context ends as timeout or cancellation.
 func (j *job) fail(ctx context.Context, err error) (*Result, error) {
 	if ctx.Err() != nil {
+		// The context's end, and what it cut short: "job timed out"
+		// alone did not tell a model that never answered from a tool.
 		err = ctx.Err()
+		if j.doing != "" {
+			err = fmt.Errorf("%w while %s", err, j.doing)
+		}
 	}
 	return j.result("", stopReason(ctx)), fmt.Errorf("agentloop: job %q: %w", j.in.JobID, err)
 }
