@@ -455,6 +455,21 @@ func (s Settings) validate() error {
 	if err := s.jobsConfig().Validate(); err != nil {
 		return named(err, jobsVars)
 	}
+	// 0 is codemode's "the default" (30s, 200, 20000): JETAGENT_CODE_MAX_CALLS=0,
+	// meant as no tool calls from code, ran with 200 without a word.
+	for _, v := range []struct {
+		name     string
+		got, def any
+		bad      bool
+	}{
+		{"JETAGENT_CODE_TIMEOUT", c.CodeTimeout, codemode.DefaultLimits.WallTime, c.CodeTimeout <= 0},
+		{"JETAGENT_CODE_MAX_CALLS", c.CodeMaxCalls, codemode.DefaultLimits.MaxCalls, c.CodeMaxCalls <= 0},
+		{"JETAGENT_CODE_MAX_OUTPUT", c.CodeMaxOutput, codemode.DefaultLimits.MaxOutput, c.CodeMaxOutput <= 0},
+	} {
+		if v.bad {
+			return bad(v.name, "must be positive (got %v; unset, the default is %v)", v.got, v.def)
+		}
+	}
 	if err := s.validateTools(); err != nil {
 		return err
 	}
