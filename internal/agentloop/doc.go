@@ -71,8 +71,9 @@
 // finish reason of error or abort with [ErrReplyAbandoned]; each names the
 // model. Leading <think> blocks and Harmony's analysis channel are not
 // part of an answer. Tool names in another spelling ("functions.x", a
-// server prefix, another case, Harmony's channel after the name) are
-// mapped onto the one tool they fit, "null", fenced or twice-encoded
+// server prefix, Claude Code's mcp__server__x, another case, '-' for '_',
+// Harmony's channel after the name) are mapped onto the one tool they fit,
+// in calls and in get_tool_details, "null", fenced or twice-encoded
 // arguments unwrapped, and a call repeated under one id in a reply run
 // once; the transcript shows the call as it ran (arguments that are not
 // one JSON object as {}, the servers' templates parse them), with the

@@ -268,6 +268,9 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 					e, ok = r.byName[n]
 				}
 			}
+			if n, ok2 := r.resolveCatalogName(a.Name); !ok && ok2 { // as a call would take it
+				e, ok = r.byName[n]
+			}
 			if !ok {
 				return "Error: " + r.unknownToolError(a.Name, false).Error(), true
 			}

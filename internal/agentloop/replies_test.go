@@ -104,6 +104,21 @@ func TestOtherServersReplies(t *testing.T) {
 				`"{\"name\":\"Get_Weather\",\"arguments\":{\"city\":\"Lima\"}}"`)), "tool_calls"), final},
 			wantAnswer: "Lima is sunny.", wantRequests: 2, wantServerCalls: 1,
 			wantCall: `call_tool({"name":"Get_Weather","arguments":{"city":"Lima"}})`, wantResult: "weather in Lima: 21c, sunny"},
+		// Seen end to end with bin/worker: "get_sum" for everything's
+		// "get-sum", Claude Code's mcp__SERVER__TOOL, and get_tool_details
+		// in another case, were unknown tools.
+		{name: "a dash for an underscore",
+			replies:    []llmtest.Reply{rawReply(rawCalls(rawCall("c1", "get-weather", limaArgs)), "tool_calls"), final},
+			wantAnswer: "Lima is sunny.", wantRequests: 2, wantServerCalls: 1,
+			wantCall: `get_weather({"city":"Lima"})`, wantResult: "weather in Lima: 21c, sunny"},
+		{name: "Claude Code's mcp__ prefix",
+			replies:    []llmtest.Reply{rawReply(rawCalls(rawCall("c1", "mcp__test__get_weather", limaArgs)), "tool_calls"), final},
+			wantAnswer: "Lima is sunny.", wantRequests: 2, wantServerCalls: 1,
+			wantCall: `get_weather({"city":"Lima"})`, wantResult: "weather in Lima: 21c, sunny"},
+		{name: "get_tool_details naming a tool in another spelling", mode: agentloop.ModeSearch,
+			replies:    []llmtest.Reply{rawReply(rawCalls(rawCall("c1", "get_tool_details", `"{\"name\":\"Get-Weather\"}"`)), "tool_calls"), final},
+			wantAnswer: "Lima is sunny.", wantRequests: 2, wantServerCalls: 0,
+			wantCall: `get_tool_details({"name":"Get-Weather"})`, wantResult: `{"name":"get_weather"`},
 		{name: "another server's prefix stays unknown",
 			replies:    []llmtest.Reply{rawReply(rawCalls(rawCall("c1", "github__get_weather", limaArgs)), "tool_calls"), final},
 			wantAnswer: "Lima is sunny.", wantRequests: 2, wantServerCalls: 0,

@@ -157,8 +157,9 @@ func isObject(s string) bool {
 // the job offers for direct calls, when exactly one fits: surrounding
 // space, a namespace ("functions.", "default_api." ...), Harmony's channel
 // left after the name ("get_weather<|channel|>commentary"), the owning
-// server's name before it ("files__read_file", "files.read_file") or
-// another letter case. ok is false when the name is the job's already, or
+// server's name before it ("files__read_file", "files.read_file",
+// Claude Code's "mcp__files__read_file"), another letter case or '-' for
+// '_' ("get_sum" for "get-sum"). ok is false when the name is the job's already, or
 // fits none or several: the unknown-tool error then tells the model the
 // closest names.
 func (r *registry) resolveName(name string) (string, bool) {
@@ -189,8 +190,8 @@ func (r *registry) resolve(name string, spaces ...map[string]*entry) (string, bo
 	if i := strings.Index(n, "<|"); i > 0 {
 		n = strings.TrimSpace(n[:i])
 	}
-	for _, ns := range []string{"functions.", "function.", "tools.", "tool.", "default_api.", "functions:"} {
-		n = strings.TrimPrefix(n, ns)
+	for _, ns := range []string{"functions.", "function.", "tools.", "tool.", "default_api.", "functions:", "mcp__"} {
+		n = strings.TrimPrefix(n, ns) // mcp__: Claude Code's mcp__SERVER__TOOL
 	}
 	if has(n) {
 		return n, true
@@ -206,10 +207,14 @@ func (r *registry) resolve(name string, spaces ...map[string]*entry) (string, bo
 			return tool, true
 		}
 	}
+	// Another letter case, or '-' for '_' and back ("get_sum" for
+	// "get-sum"), when it fits one tool.
+	fold := strings.NewReplacer("-", "_")
+	nf := fold.Replace(n)
 	match := ""
 	for _, sp := range spaces {
 		for cand := range sp {
-			if strings.EqualFold(cand, n) {
+			if strings.EqualFold(fold.Replace(cand), nf) {
 				if match != "" && match != cand {
 					return name, false // ambiguous
 				}
