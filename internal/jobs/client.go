@@ -142,7 +142,7 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 		if created {
 			c.forgetQueued(ctx, j.ID)
 		}
-		return nil, fmt.Errorf("publish job %s: %w", j.ID, err)
+		return nil, fmt.Errorf("publish job %s: %w", j.ID, storeFull(err))
 	}
 	r.Seq, r.Duplicate = ack.Sequence, ack.Duplicate || !created
 	if created && !ack.Duplicate {

@@ -158,7 +158,7 @@ func (s *stateStore) update(ctx context.Context, id string, f func(cur *State) (
 		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
 			continue // lost the race: look again
 		default:
-			return nil, fmt.Errorf("state of %s: %w", id, err)
+			return nil, fmt.Errorf("state of %s: %w", id, storeFull(err))
 		}
 	}
 	return nil, fmt.Errorf("%w: %s: too many concurrent updates", ErrConflict, id)

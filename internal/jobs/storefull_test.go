@@ -108,7 +108,3 @@ func TestLastDeliveryKeptWhileTheStoreIsFull(t *testing.T) {
 		t.Errorf("%d dead letters", len(dls))
 	}
 }
-
-// jsInsufficientResources is the JetStream API's "insufficient
-// resources" (the store or memory limit reached).
-const jsInsufficientResources jetstream.ErrorCode = 10023

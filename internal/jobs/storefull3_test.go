@@ -1,0 +1,54 @@
+package jobs
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
+)
+
+// TestSubmitToAFullStoreSaysSo: a job submitted while the JetStream store
+// is full is refused with what that means. submit printed only 'state of
+// full-4: nats: nats: API error: code=503 err_code=10023
+// description=insufficient resources' (seen end to end with a stock
+// nats-server whose max_file_store had filled). The server's error is
+// kept for errors.As.
+func TestSubmitToAFullStoreSaysSo(t *testing.T) {
+	t.Parallel()
+	o := natstest.Options(t.TempDir())
+	o.JetStreamMaxStore = 4 << 20
+	s := natstest.StartWith(t, o)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureTopology(ctx, js, TopologyConfig{}, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, nc)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 256<<10)
+	for i := 0; ; i++ {
+		_, err := js.Publish(ctx, "fill", chunk)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
+			break
+		}
+		if err != nil || i > 100 {
+			t.Fatalf("filling the store: %d messages, then %v", i, err)
+		}
+	}
+	_, err = c.Submit(ctx, &Job{ID: "into-a-full-store", Task: "x"})
+	var apiErr *jetstream.APIError
+	if err == nil || !strings.Contains(err.Error(), "the JetStream store is full: the server's max_file_store or the account's storage limit is reached") ||
+		!errors.As(err, &apiErr) || apiErr.ErrorCode != jsInsufficientResources {
+		t.Errorf("Submit: %v", err)
+	}
+}
