@@ -57,3 +57,32 @@ func TestJobFileReadAsTheWorkerReadsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeoutFlagWithoutEffect: --timeout 0s and a --timeout longer than a
+// duration can be were submitted, and the worker ran the job with its own
+// default timeout instead (a note in the started event): refused before
+// anything connects, as --max-rounds 0 is. A job file's timeout is the
+// worker's to note, as documented.
+func TestTimeoutFlagWithoutEffect(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "0s", "echo:x"}, "--timeout must be positive (got 0s); leave it out for the worker's default"},
+		{[]string{"--timeout", "0", "echo:x"}, "--timeout must be positive (got 0)"},
+		{[]string{"--timeout", "0.4ns", "echo:x"}, "--timeout must be positive (got 0.4ns)"},
+		{[]string{"--timeout", "-1s", "echo:x"}, "--timeout must be positive (got -1s)"},
+		{[]string{"--file", "tasks.jsonl", "--timeout", "0ms"}, "--timeout must be positive (got 0ms)"},
+		{[]string{"--timeout", "2562048h", "echo:x"},
+			"--timeout 2562048h is longer than a duration can be (at most 2562047h0m0s); leave it out for the worker's default"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			res := runQuiet(tc.args...)
+			if res.code != exitUsage || !strings.Contains(res.stderr, tc.want) || res.stdout != "" {
+				t.Errorf("want exit 2 and %q\ngot %+v", tc.want, res)
+			}
+		})
+	}
+}

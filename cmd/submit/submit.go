@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -174,6 +176,18 @@ func (f *jobFlags) check() error {
 		// 0 would be left out of the job (the worker's default applies).
 		return usagef("--max-rounds must be at least 1 (got %d); leave it out for the worker's default", f.maxRounds)
 	}
+	if f.set["timeout"] {
+		// The worker would run the job with its default timeout instead
+		// (a note in the started event), as for --max-rounds 0.
+		d, err := time.ParseDuration(f.timeout)
+		switch {
+		case err == nil && d <= 0:
+			return usagef("--timeout must be positive (got %s); leave it out for the worker's default", f.timeout)
+		case err != nil && timeoutSyntax.MatchString(f.timeout):
+			return usagef("--timeout %s is longer than a duration can be (at most %s); leave it out for the worker's default",
+				f.timeout, time.Duration(math.MaxInt64).Truncate(time.Hour))
+		}
+	}
 	for _, fl := range []struct{ name, globs string }{{"allow", f.allow}, {"deny", f.deny}} {
 		for _, g := range splitList(fl.globs) {
 			if _, err := path.Match(g, ""); err != nil {
@@ -183,6 +197,9 @@ func (f *jobFlags) check() error {
 	}
 	return nil
 }
+
+// timeoutSyntax is the job schema's pattern of a timeout.
+var timeoutSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`)
 
 // checkJob refuses a job whose allow or deny glob path.Match (the
 // worker's matcher) cannot read: the worker would take the job and fail
