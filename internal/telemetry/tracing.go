@@ -3,8 +3,10 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -126,10 +128,38 @@ func NewTracerProvider(ctx context.Context, service string, opts ...otlptracehtt
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
 }
 
+// Span names and attribute values taken from jobs and from the model are
+// bounded, as the metrics' labels are: a span name is what trace backends
+// group by (their operation lists, the span metrics a collector derives
+// from spans, one series per name), and a model makes up tool names and
+// call ids of any length. A tool span is named "execute_tool other"
+// (OtherLabel) for a tool that is neither one of the loop's own, nor in
+// the catalog, nor declared by the job, or past MaxJobLabelValues declared
+// names or MaxJobLabelBytes; a model request "chat other" for a job's
+// model past those bounds (see Metrics). The attributes keep the names as
+// they came, cut to MaxSpanAttrBytes.
+const MaxSpanAttrBytes = 256
+
+// cutAttr cuts s to at most MaxSpanAttrBytes (on a character boundary),
+// saying how long it was.
+func cutAttr(s string) string {
+	if len(s) <= MaxSpanAttrBytes {
+		return s
+	}
+	n := MaxSpanAttrBytes - 24
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:n], len(s))
+}
+
 // Tracing makes the spans of the jobs a runner runs. Use Runner.
 type Tracing struct {
 	tracer trace.Tracer
 	opts   Options
+	// models and clientTools bound the names in span names (as Metrics'
+	// labels).
+	models, clientTools labelCap
 }
 
 // TracerName is the instrumentation scope of jetagent's spans.
@@ -145,6 +175,24 @@ func NewTracing(tp trace.TracerProvider, opts Options) *Tracing {
 	return &Tracing{tracer: tp.Tracer(TracerName), opts: opts}
 }
 
+// toolSpanName is the bounded name of a tool in its span's name: the
+// loop's own tools and the catalog's as they are, a job's declared client
+// tools within the bounds, anything else OtherLabel.
+func (t *Tracing) toolSpanName(tool string, declared map[string]bool) string {
+	switch {
+	case slices.Contains(agentloop.BuiltinTools(), tool):
+		return tool
+	case t.opts.Pool != nil:
+		if _, ok := t.opts.Pool.Registry().Get(tool); ok {
+			return tool
+		}
+	}
+	if declared[tool] {
+		return t.clientTools.value(tool)
+	}
+	return OtherLabel
+}
+
 // Runner wraps r so each attempt it runs is a span ("job <queue>", kind
 // consumer), the child of the trace context in the job message's headers
 // (jobs.MessageHeader: a submitter's span) when there is one, with the
@@ -154,6 +202,15 @@ func (t *Tracing) Runner(r jobs.Runner) jobs.Runner {
 		model := job.Model
 		if model == "" {
 			model = t.opts.DefaultModel
+		}
+		spanModel := model
+		if model != t.opts.DefaultModel {
+			spanModel = t.models.value(model)
+		}
+		model = cutAttr(model)
+		declared := make(map[string]bool, len(job.ClientTools))
+		for _, d := range job.ClientTools {
+			declared[d.Name] = true
 		}
 		queue := job.Queue
 		if queue == "" {
@@ -170,7 +227,7 @@ func (t *Tracing) Runner(r jobs.Runner) jobs.Runner {
 				AttrJobQueue.String(queue),
 				AttrWorker.String(env.WorkerID()),
 			))
-		te := &tracedEnv{RunEnv: env, t: t, ctx: ctx, model: model,
+		te := &tracedEnv{RunEnv: env, t: t, ctx: ctx, model: model, spanModel: spanModel, declared: declared,
 			requests: map[[2]int]trace.Span{}, calls: map[string]trace.Span{}}
 		out, err := r.Run(ctx, job, te)
 		te.endOpen("the attempt ended first")
@@ -209,7 +266,11 @@ type tracedEnv struct {
 	jobs.RunEnv
 	t     *Tracing
 	ctx   context.Context // the job span's: the parent of every child span
-	model string
+	model string          // gen_ai.request.model (cut to MaxSpanAttrBytes)
+	// spanModel is the model in span names (bounded).
+	spanModel string
+	// declared are the job's client tools.
+	declared map[string]bool
 
 	mu       sync.Mutex
 	requests map[[2]int]trace.Span // open model requests by round and retry
@@ -233,7 +294,7 @@ func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
 			endFailed(old, "superseded")
 		}
 		mode, _ := d["mode"].(string)
-		_, span := e.t.tracer.Start(e.ctx, "chat "+e.model, trace.WithSpanKind(trace.SpanKindClient),
+		_, span := e.t.tracer.Start(e.ctx, "chat "+e.spanModel, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(
 				attrOperation.String("chat"),
 				attrProvider.String(Provider),
@@ -257,7 +318,7 @@ func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
 			attrInputTokens.Int(num(d["prompt_tokens"])),
 			attrOutputTokens.Int(num(d["completion_tokens"])),
 			attrCachedTokens.Int(num(d["cached_prompt_tokens"])),
-			attrFinishReasons.StringSlice([]string{reason}),
+			attrFinishReasons.StringSlice([]string{cutAttr(reason)}),
 		)
 		span.SetStatus(codes.Ok, "")
 		span.End()
@@ -267,10 +328,10 @@ func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
 		if old := e.calls[id]; old != nil {
 			endFailed(old, "superseded")
 		}
-		_, span := e.t.tracer.Start(e.ctx, "execute_tool "+name, trace.WithAttributes(
+		_, span := e.t.tracer.Start(e.ctx, "execute_tool "+e.t.toolSpanName(name, e.declared), trace.WithAttributes(
 			attrOperation.String("execute_tool"),
-			attrToolName.String(name),
-			attrToolCallID.String(id),
+			attrToolName.String(cutAttr(name)),
+			attrToolCallID.String(cutAttr(id)),
 			attrToolType.String("function"),
 			attrRound.Int(round),
 		))
@@ -286,8 +347,8 @@ func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
 		tool, _ := d["tool"].(string)
 		if tool != "" && tool != name {
 			// An indirect call (call_tool): the span is the real tool's.
-			span.SetName("execute_tool " + tool)
-			span.SetAttributes(attrToolName.String(tool), attrModelCalled.String(name))
+			span.SetName("execute_tool " + e.t.toolSpanName(tool, e.declared))
+			span.SetAttributes(attrToolName.String(cutAttr(tool)), attrModelCalled.String(cutAttr(name)))
 		} else {
 			tool = name
 		}
