@@ -97,9 +97,10 @@ func NewMetrics(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 			Help: "Model requests of the agent loop (after the client's own retries), by model and outcome (ok, error).",
 		}, []string{"model", "outcome"}),
 		modelSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "jetagent_model_request_duration_seconds", Help: "Latency of model requests, by model.",
+			Name:    "jetagent_model_request_duration_seconds",
+			Help:    "Latency of model requests, by model and outcome (ok; error: until the loop ended on the request, e.g. a provider error or a timeout).",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16), // 10ms .. ~5min
-		}, []string{"model"}),
+		}, []string{"model", "outcome"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetagent_model_tokens_total",
 			Help: "Tokens by model and kind: prompt, completion, tool_definition (the tools arrays sent), " +
@@ -183,7 +184,7 @@ func (e *observedEnv) observe(typ string, round int, d map[string]any) {
 		e.mu.Unlock()
 		m.modelRequests.WithLabelValues(e.model, "ok").Inc()
 		if ok {
-			m.modelSeconds.WithLabelValues(e.model).Observe(time.Since(t0).Seconds())
+			m.modelSeconds.WithLabelValues(e.model, "ok").Observe(time.Since(t0).Seconds())
 		}
 		m.tokens.WithLabelValues(e.model, "prompt").Add(float64(num(d["prompt_tokens"])))
 		m.tokens.WithLabelValues(e.model, "completion").Add(float64(num(d["completion_tokens"])))
@@ -211,9 +212,14 @@ func (e *observedEnv) observe(typ string, round int, d map[string]any) {
 		m.toolCalls.WithLabelValues(server, tool, outcome).Inc()
 		m.toolSeconds.WithLabelValues(server, tool).Observe(float64(num(d["duration_ms"])) / 1000)
 	case agentloop.EventLoopOutcome:
-		// Requests sent and never answered failed (the loop ended on them).
+		// Requests sent and never answered failed (the loop ended on them):
+		// their latency is until then, so a provider that fails slowly or
+		// a request cut by the job's timeout shows in the histogram.
 		e.mu.Lock()
 		failed := len(e.asked)
+		for _, t0 := range e.asked {
+			m.modelSeconds.WithLabelValues(e.model, "error").Observe(time.Since(t0).Seconds())
+		}
 		clear(e.asked)
 		e.mu.Unlock()
 		if failed > 0 {
