@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,10 +65,17 @@ type eventPub struct {
 	mu    sync.Mutex
 	q     []*outEvent // in emission order
 	bytes int
+	// tooLarge are the sequence numbers of events the server refused for
+	// good (larger than its max_payload: it shrank after they were
+	// measured, a NATS restart with another configuration), dropped for
+	// the attempt's events.gap. Retried, each held every later event of the
+	// attempt, its terminal event too, until the flush gave up.
+	tooLarge []int
 }
 
 // outEvent is one event message on its way.
 type outEvent struct {
+	seq  int
 	msg  *nats.Msg
 	fut  jetstream.PubAckFuture // nil: to be (re)published
 	sent time.Time
@@ -98,7 +106,7 @@ func (w *Worker) eventBacklog() backlogLimits {
 
 // add queues m and publishes what the backlog holds, in order. It refuses
 // m (errBacklogFull) when the backlog has no room for it.
-func (p *eventPub) add(m *nats.Msg) error {
+func (p *eventPub) add(seq int, m *nats.Msg) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reapLocked()
@@ -106,7 +114,7 @@ func (p *eventPub) add(m *nats.Msg) error {
 	if !p.fitsLocked(n) {
 		return errBacklogFull
 	}
-	p.q = append(p.q, &outEvent{msg: m})
+	p.q = append(p.q, &outEvent{seq: seq, msg: m})
 	p.bytes += n
 	p.pumpLocked()
 	return nil
@@ -149,19 +157,45 @@ func (p *eventPub) unsendFrom(i int) {
 // pumpLocked publishes the events not in flight, in order, stopping at
 // the first that cannot be published now (they wait in the backlog).
 func (p *eventPub) pumpLocked() {
-	for i, ev := range p.q {
+	for i := 0; i < len(p.q); i++ {
+		ev := p.q[i]
 		if ev.fut != nil {
 			continue
 		}
 		// A copy of the message: nats.go keeps the one it publishes.
 		m := &nats.Msg{Subject: ev.msg.Subject, Data: ev.msg.Data, Header: ev.msg.Header}
 		fut, err := p.js.PublishMsgAsync(m, jetstream.WithStallWait(time.Millisecond))
+		if errors.Is(err, nats.ErrMaxPayload) { // never publishable: dropped, not waited for
+			p.tooLarge = append(p.tooLarge, ev.seq)
+			p.bytes -= len(ev.msg.Data)
+			p.q = slices.Delete(p.q, i, i+1)
+			i--
+			continue
+		}
 		if err != nil {
 			p.unsendFrom(i)
 			return
 		}
 		ev.fut, ev.sent = fut, time.Now()
 	}
+}
+
+// takeTooLarge returns the sequence numbers of the events dropped as too
+// large since the last call.
+func (p *eventPub) takeTooLarge() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seqs := p.tooLarge
+	p.tooLarge = nil
+	return seqs
+}
+
+// hasTooLarge reports whether events were dropped as too large and not
+// yet taken.
+func (p *eventPub) hasTooLarge() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.tooLarge) > 0
 }
 
 // pending is the number of events not yet acknowledged.

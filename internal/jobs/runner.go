@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,7 +178,7 @@ func (e *runEnv) queueLocked(ev Event) error {
 	if err != nil {
 		return err
 	}
-	if err := e.eventsLocked().add(m); err != nil {
+	if err := e.eventsLocked().add(ev.Seq, m); err != nil {
 		if e.gapLost == 0 {
 			e.gapFirst = ev.Seq
 			e.w.log.Warn("events lost while NATS is unreachable; an events.gap event will say which",
@@ -192,6 +193,7 @@ func (e *runEnv) queueLocked(ev Event) error {
 // reportGapLocked publishes the events.gap event of the events lost so
 // far, once the backlog has room for it.
 func (e *runEnv) reportGapLocked() {
+	e.reportTooLargeLocked()
 	if e.gapLost == 0 || !e.eventsLocked().room(1024) {
 		return
 	}
@@ -202,6 +204,27 @@ func (e *runEnv) reportGapLocked() {
 	ev := Event{JobID: e.jobID, Type: EventGap, Attempt: e.attempt, Seq: e.seq, Worker: e.w.cfg.WorkerID, Data: b}
 	if e.queueLocked(ev) == nil {
 		e.w.log.Warn("events lost", "job", e.jobID, "attempt", e.attempt, "first_seq", first, "last_seq", last, "lost", lost)
+	}
+}
+
+// reportTooLargeLocked publishes an events.gap event for the events the
+// server refused as larger than its max_payload (eventPub.tooLarge).
+func (e *runEnv) reportTooLargeLocked() {
+	p := e.eventsLocked()
+	seqs := p.takeTooLarge()
+	if len(seqs) == 0 {
+		return
+	}
+	first, last := slices.Min(seqs), slices.Max(seqs)
+	d := gapData(first, last, len(seqs))
+	d["reason"] = fmt.Sprintf("larger than the server's max_payload of %d bytes (it changed after they were measured): not publishable",
+		e.w.cfg.Conn.MaxPayload())
+	e.seq++
+	b, _ := json.Marshal(d)
+	ev := Event{JobID: e.jobID, Type: EventGap, Attempt: e.attempt, Seq: e.seq, Worker: e.w.cfg.WorkerID, Data: b}
+	if e.queueLocked(ev) == nil {
+		e.w.log.Warn("events lost", "job", e.jobID, "attempt", e.attempt, "first_seq", first, "last_seq", last,
+			"lost", len(seqs), "reason", d["reason"])
 	}
 }
 
@@ -216,7 +239,7 @@ func (e *runEnv) flush(ctx context.Context) (int, error) {
 	n, err := p.flush(ctx, fenced)
 	if err == nil {
 		e.mu.Lock()
-		gap := e.gapLost > 0
+		gap := e.gapLost > 0 || p.hasTooLarge()
 		e.reportGapLocked()
 		e.mu.Unlock()
 		if gap {
