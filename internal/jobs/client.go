@@ -22,6 +22,9 @@ type Client struct {
 	v      *Validator
 	topo   *Topology
 	states *stateStore
+	// limitWhy says why the job size limit is below the configured one
+	// ("" when it is not).
+	limitWhy string
 }
 
 // ClientConfig configures a Client.
@@ -46,8 +49,10 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if limit <= 0 {
 		limit = DefaultMaxJobBytes
 	}
-	if most := MaxJobBytesFor(nc); most > 0 {
-		limit = min(limit, most)
+	var limitWhy string
+	if most := MaxJobBytesFor(nc); most > 0 && most < limit {
+		limit = most
+		limitWhy = fmt.Sprintf("the server's max_payload %d less %d for headers", nc.MaxPayload(), JobHeaderRoom)
 	}
 	v, err := NewValidator(limit)
 	if err != nil {
@@ -61,7 +66,7 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, names: names, v: v, topo: topo, states: newStateStore(topo.State)}, nil
+	return &Client{nc: nc, names: names, v: v, topo: topo, states: newStateStore(topo.State), limitWhy: limitWhy}, nil
 }
 
 // Names is the deployment's naming.
@@ -111,7 +116,7 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 		return nil, err
 	}
 	if _, err := c.v.DecodeJob(data); err != nil {
-		return nil, err
+		return nil, c.tooLarge(err, job)
 	}
 	created := false
 	now := time.Now().UTC()
@@ -151,6 +156,28 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 		}
 	}
 	return r, nil
+}
+
+// tooLarge says, of a job refused as too large, where its size and the
+// limit come from: a job file of 61,439 bytes, limit 61,440, was refused
+// as "job too large: 61457 bytes, limit 61440", the id or queue Submit
+// fills in counted and the limit lowered to the server's max_payload
+// without a word.
+func (c *Client) tooLarge(err error, job *Job) error {
+	if !errors.Is(err, ErrTooLarge) {
+		return err
+	}
+	var why []string
+	if job.ID == "" || job.Queue == "" {
+		why = append(why, "the size is the job as published, with the id and queue filled in")
+	}
+	if c.limitWhy != "" {
+		why = append(why, "the limit is "+c.limitWhy)
+	}
+	if len(why) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(why, "; "))
 }
 
 // recordSeq writes the stream sequence of a job's message into the queued
