@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // Traces: one span per job attempt, with a child per model request and per
@@ -91,15 +93,50 @@ func TracingEnabled(getenv func(string) string) bool {
 		strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) != ""
 }
 
+// CheckTracingEnv reports what in the standard variables read through
+// getenv the OTLP/HTTP exporter cannot use, which the SDK would otherwise
+// replace silently, so that spans went elsewhere or nowhere with only a
+// warning at each export: an endpoint that is not an http:// or https://
+// URL with a host (OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318 sent to
+// https://localhost:4318, ftp://host to https://host), or a protocol other
+// than http/protobuf (grpc, http/json: the exporter speaks only OTLP/HTTP
+// with protobuf). The traces-specific variable is checked when set, as the
+// SDK reads it first.
+func CheckTracingEnv(getenv func(string) string) error {
+	pick := func(names ...string) (string, string) {
+		for _, n := range names {
+			if v := strings.TrimSpace(getenv(n)); v != "" {
+				return n, v
+			}
+		}
+		return "", ""
+	}
+	if name, v := pick("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"); name != "" {
+		u, err := url.Parse(v)
+		if err != nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) || u.Host == "" {
+			return fmt.Errorf("telemetry: %s=%q: want an http:// or https:// URL with a host, e.g. http://collector:4318 (OTLP/HTTP)",
+				name, redact.URL(v))
+		}
+	}
+	if name, v := pick("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"); name != "" && v != "http/protobuf" {
+		return fmt.Errorf("telemetry: %s=%q: only http/protobuf is supported (OTLP/HTTP, usually port 4318; not OTLP/gRPC)", name, v)
+	}
+	return nil
+}
+
 // StartTracing returns the process's tracer provider: an OTLP/HTTP exporter
 // configured by the standard OTEL_* variables when TracingEnabled(getenv),
 // else a no-op provider (no exporter, nothing recorded). service is the
 // default service.name (OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win).
+// Variables the exporter cannot use are an error (CheckTracingEnv).
 // Call shutdown on exit: it flushes the spans not yet exported.
 func StartTracing(ctx context.Context, service string, getenv func(string) string) (
 	tp trace.TracerProvider, shutdown func(context.Context) error, err error) {
 	if !TracingEnabled(getenv) {
 		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
+	}
+	if err := CheckTracingEnv(getenv); err != nil {
+		return nil, nil, err
 	}
 	sdk, err := NewTracerProvider(ctx, service)
 	if err != nil {
