@@ -68,7 +68,8 @@ func ValidateDecls(decls []Decl, lim DeclLimits) error {
 			continue
 		}
 		total += len(b)
-		if len(b) > lim.MaxDeclBytes {
+		tooBig := len(b) > lim.MaxDeclBytes
+		if tooBig {
 			bad("client tool %q: %d bytes, at most %d", d.Name, len(b), lim.MaxDeclBytes)
 		}
 		if !nameRE.MatchString(d.Name) {
@@ -81,7 +82,16 @@ func ValidateDecls(decls []Decl, lim DeclLimits) error {
 			bad("client tool %q: the name is reserved for a tool the worker answers itself", d.Name)
 		}
 		seen[d.Name] = true
-		if err := compileSchema(d.InputSchema); err != nil {
+		if tooBig {
+			// Refused already; compiling it could cost minutes (below).
+			continue
+		}
+		// Before compiling: compile time grows about with the cube of the
+		// nesting (2,000 levels, 20 KB: a core for minutes), so any
+		// submitter could stall a worker with one declaration.
+		if err := toolcache.CheckSchemaDepth(d.InputSchema); err != nil {
+			bad("client tool %q: input_schema: %v", d.Name, err)
+		} else if err := compileSchema(d.InputSchema); err != nil {
 			bad("client tool %q: input_schema: %v", d.Name, err)
 		} else if err := objectType(d.InputSchema); err != nil {
 			bad("client tool %q: input_schema: %v", d.Name, err)

@@ -57,6 +57,10 @@ func TestValidateDecls(t *testing.T) {
 		{"too many", many, DeclLimits{}, "at most 64"},
 		{"one too big", []Decl{{Name: "a", Description: strings.Repeat("d", 200), InputSchema: obj}}, DeclLimits{MaxDeclBytes: 100}, "at most 100"},
 		{"all too big", []Decl{{Name: "a", InputSchema: obj}, {Name: "b", InputSchema: obj}}, DeclLimits{MaxBytes: 150}, "at most 150"},
+		// Compiling a deeply nested schema costs time about cubic in its
+		// depth: 2,000 levels in 20 KB kept a core busy for minutes.
+		{"nested too deep", []Decl{{Name: "a", InputSchema: nested(150)}}, DeclLimits{}, "nests more than 100 levels"},
+		{"nested deep enough", []Decl{{Name: "a", InputSchema: nested(90)}}, DeclLimits{}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +73,22 @@ func TestValidateDecls(t *testing.T) {
 				t.Errorf("got %v, want ErrInvalidDecl mentioning %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// nested is an object schema whose property nests depth levels of items.
+func nested(depth int) json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"p":` + strings.Repeat(`{"items":`, depth) + `{}` + strings.Repeat(`}`, depth) + `}}`)
+}
+
+// TestOversizedDeclNotCompiled: a declaration over its size limit is
+// refused for its size alone; its schema is not compiled (which, nested
+// deep, could cost minutes before the size refusal was returned).
+func TestOversizedDeclNotCompiled(t *testing.T) {
+	t.Parallel()
+	err := ValidateDecls([]Decl{{Name: "a", InputSchema: json.RawMessage(`{"type":"nope","description":"` + strings.Repeat("d", 200) + `"}`)}}, DeclLimits{MaxDeclBytes: 100})
+	if err == nil || !strings.Contains(err.Error(), "at most 100") || strings.Contains(err.Error(), "input_schema") {
+		t.Fatalf("got %v, want the size refusal alone", err)
 	}
 }
 

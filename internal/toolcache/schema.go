@@ -57,7 +57,7 @@ func toolFromRaw(server string, data json.RawMessage) (Tool, error) {
 		err = objectType(params)
 	}
 	if err == nil {
-		err = shallow(t.InputSchema)
+		err = CheckSchemaDepth(t.InputSchema)
 	}
 	if err != nil {
 		return Tool{}, fmt.Errorf("tool %q: inputSchema: %w", rt.Name, err)
@@ -97,8 +97,10 @@ func objectType(schema json.RawMessage) error {
 // catalogs nests 21 levels.
 const MaxSchemaDepth = 100
 
-// shallow refuses a schema nested deeper than MaxSchemaDepth.
-func shallow(schema json.RawMessage) error {
+// CheckSchemaDepth refuses a schema nested deeper than MaxSchemaDepth
+// (client tool declarations are held to it too). It reads tokens, so it
+// costs time linear in the schema's size.
+func CheckSchemaDepth(schema json.RawMessage) error {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	depth := 0
 	for {
