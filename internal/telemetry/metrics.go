@@ -25,6 +25,11 @@ import (
 const (
 	ServerBuiltin = "jetagent" // the loop's meta tools and resource bridge
 	ServerClient  = "client"   // a job's client tools, answered by its submitter
+	// ServerUnknown is the server of a tool name that is neither the
+	// loop's, nor in the catalog, nor declared by the job: the model made
+	// it up (its call failed without reaching anyone). Its tool label is
+	// OtherLabel.
+	ServerUnknown = "unknown"
 )
 
 // Label values taken from jobs rather than from the worker's configuration
@@ -108,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}, []string{"model", "kind"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetagent_tool_calls_total",
-			Help: "Tool calls by server, tool and outcome (ok, error). Server jetagent: the loop's own tools; client: client tools.",
+			Help: "Tool calls by server, tool and outcome (ok, error). Server jetagent: the loop's own tools; client: the job's client tools; unknown: names the model made up (tool other).",
 		}, []string{"server", "tool", "outcome"}),
 		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "jetagent_tool_call_duration_seconds", Help: "Latency of tool calls, by server and tool.",
@@ -197,13 +202,12 @@ func (e *observedEnv) observe(typ string, round int, d map[string]any) {
 		if tool == "" {
 			tool, _ = d["name"].(string)
 		}
-		server := serverOf(e.m.opts.Pool, tool)
-		if server == ServerClient {
-			if e.declared[tool] {
-				tool = m.clientTools.value(tool)
-			} else {
-				tool = OtherLabel
-			}
+		server := serverOf(e.m.opts.Pool, tool, e.declared)
+		switch server {
+		case ServerClient:
+			tool = m.clientTools.value(tool)
+		case ServerUnknown:
+			tool = OtherLabel
 		}
 		outcome := "ok"
 		if failed, _ := d["error"].(bool); failed {
@@ -232,8 +236,8 @@ func (e *observedEnv) observe(typ string, round int, d map[string]any) {
 }
 
 // serverOf names the server of a tool by its model-facing name (pool may
-// be nil: no MCP servers).
-func serverOf(p *toolcache.Pool, tool string) string {
+// be nil: no MCP servers); declared are the job's client tools.
+func serverOf(p *toolcache.Pool, tool string, declared map[string]bool) string {
 	if slices.Contains(agentloop.BuiltinTools(), tool) {
 		return ServerBuiltin
 	}
@@ -242,7 +246,10 @@ func serverOf(p *toolcache.Pool, tool string) string {
 			return t.Server
 		}
 	}
-	return ServerClient
+	if declared[tool] {
+		return ServerClient
+	}
+	return ServerUnknown
 }
 
 // num reads an event's number (an int from the loop, a float64 after JSON).

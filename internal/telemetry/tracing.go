@@ -389,7 +389,7 @@ func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
 		} else {
 			tool = name
 		}
-		span.SetAttributes(attrToolServer.String(serverOf(e.t.opts.Pool, tool)))
+		span.SetAttributes(attrToolServer.String(serverOf(e.t.opts.Pool, tool, e.declared)))
 		if failed, _ := d["error"].(bool); failed {
 			span.SetAttributes(attrErrorType.String("tool_error"))
 			span.SetStatus(codes.Error, "the tool returned an error")
