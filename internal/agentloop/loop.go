@@ -67,6 +67,12 @@ type job struct {
 	doing string
 }
 
+// liveGetter is a ToolSet that finds a tool in its current catalog
+// (toolcache.View), which can have grown since the job's started.
+type liveGetter interface {
+	Get(name string) (toolcache.Tool, bool)
+}
+
 // callNames names the tools of calls (the real one behind call_tool),
 // each once, at most five; a call of an unknown name runs nothing.
 func callNames(calls []*call) string {
@@ -171,6 +177,9 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		return nil, err
 	}
 	j.reg = newRegistry(cat)
+	if g, ok := in.Tools.(liveGetter); ok {
+		j.reg.live = g.Get
+	}
 	for _, c := range cat.clashes {
 		j.emit(ctx, EventToolClash, 0, c)
 	}

@@ -63,6 +63,11 @@ type registry struct {
 	// code is the catalog's tools as code sees them (code mode only).
 	code *codemode.Catalog
 
+	// live finds a tool in the ToolSet's current catalog (a
+	// toolcache.View's Get), which may have grown since the job started;
+	// nil for a ToolSet without one. Only errors use it.
+	live func(name string) (toolcache.Tool, bool)
+
 	// index is the job's own search index, only for a ToolSet that does
 	// not search a shared one (see searchTools).
 	searchOnce sync.Once
@@ -118,6 +123,15 @@ func (r *registry) unknownToolError(name string, direct bool) error {
 		}
 		err := r.unknownToolError(name[:cut], direct)
 		return fmt.Errorf("%w (the name quoted is the first %d of its %d bytes)", err, cut, len(name))
+	}
+	if r.live != nil {
+		if t, ok := r.live(name); ok {
+			// A server announced it (list_changed) while the job ran: the
+			// model learnt the name from a result, and "closest names"
+			// would not say why the name is refused.
+			return fmt.Errorf("unknown tool %q: its server %q added it after this job started, and a job can call only "+
+				"the tools it started with (a new job can call it)", name, t.Server)
+		}
 	}
 	names := make([]string, 0, len(r.byName)+len(r.meta))
 	for n := range r.byName {
