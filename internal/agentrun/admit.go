@@ -8,11 +8,19 @@ import (
 )
 
 // Admit is the door check of jobs.Config.Admit: it refuses a job whose
-// client tool declarations are invalid, beyond clienttools' size limits or
-// named like a tool the worker answers itself, so such a job is
-// dead-lettered with the reason instead of failing once it runs. submit
-// runs the same check (DeclLimits) before publishing.
+// allow or deny globs are malformed, or whose client tool declarations are
+// invalid, beyond clienttools' size limits or named like a tool the worker
+// answers itself, so such a job is dead-lettered with the reason instead
+// of failing once it runs (or, with no MCP servers to filter, running with
+// a glob that means nothing). submit runs the same declaration check
+// (DeclLimits) before publishing.
 func Admit(j *jobs.Job) error {
+	if err := toolcache.CheckGlobs("allow", j.Allow); err != nil {
+		return err
+	}
+	if err := toolcache.CheckGlobs("deny", j.Deny); err != nil {
+		return err
+	}
 	if len(j.ClientTools) == 0 {
 		return nil
 	}

@@ -400,6 +400,10 @@ func (sc ServerConfig) hints(original string, a Annotations) Annotations {
 // same test.
 func GlobsAllow(allow, deny []string, name string) bool { return globsAllow(allow, deny, name) }
 
+// CheckGlobs reports the first bad glob (path.Match syntax) of a job's
+// allow or deny list, as a view refuses it; field names the list.
+func CheckGlobs(field string, globs []string) error { return checkGlobs(field, globs) }
+
 // globsAllow reports whether any of names matches an allow glob (or allow is
 // empty) and none matches a deny glob.
 func globsAllow(allow, deny []string, names ...string) bool {
