@@ -233,7 +233,8 @@ func (t *Tracing) toolSpanName(tool string, declared map[string]bool) string {
 // Runner wraps r so each attempt it runs is a span ("job <queue>", kind
 // consumer), the child of the trace context in the job message's headers
 // (jobs.MessageHeader: a submitter's span) when there is one, with the
-// attempt's model requests and tool calls as its children.
+// attempt's model requests and tool calls as its children (the tool calls
+// an execute_code run makes are the children of its span).
 func (t *Tracing) Runner(r jobs.Runner) jobs.Runner {
 	return jobs.RunnerFunc(func(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
 		model := job.Model
@@ -365,7 +366,15 @@ func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
 		if old := e.calls[id]; old != nil {
 			endFailed(old, "superseded")
 		}
-		_, span := e.t.tracer.Start(e.ctx, "execute_tool "+e.t.toolSpanName(name, e.declared), trace.WithAttributes(
+		// A call made by another (code mode's inner calls, made by the
+		// execute_code call parent_call_id names) is its child.
+		parent := e.ctx
+		if pid, _ := d["parent_call_id"].(string); pid != "" && pid != id {
+			if p := e.calls[pid]; p != nil {
+				parent = trace.ContextWithSpan(e.ctx, p)
+			}
+		}
+		_, span := e.t.tracer.Start(parent, "execute_tool "+e.t.toolSpanName(name, e.declared), trace.WithAttributes(
 			attrOperation.String("execute_tool"),
 			attrToolName.String(cutAttr(name)),
 			attrToolCallID.String(cutAttr(id)),
