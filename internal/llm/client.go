@@ -87,11 +87,20 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	case errors.Is(a.last, ErrNonRetryable):
 		return Response{}, a.last
 	case a.tooLong > 0:
-		return Response{}, fmt.Errorf("llm: giving up after %d attempts: %w (the provider asked to wait %s, beyond MaxRetryDelay %s)",
-			a.n, a.last, a.tooLong, c.cfg.MaxRetryDelay)
+		return Response{}, fmt.Errorf("llm: giving up after %s: %w (the provider asked to wait %s, beyond MaxRetryDelay %s)",
+			attemptsText(a.n), a.last, a.tooLong, c.cfg.MaxRetryDelay)
 	default:
-		return Response{}, fmt.Errorf("llm: giving up after %d attempts: %w", a.n, a.last)
+		return Response{}, fmt.Errorf("llm: giving up after %s: %w", attemptsText(a.n), a.last)
 	}
+}
+
+// attemptsText says how many requests were made: "1 attempt (not
+// retried)" when the first failure ended the retries.
+func attemptsText(n int) string {
+	if n == 1 {
+		return "1 attempt (not retried)"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }
 
 // attempts is an openai-go middleware that sees every attempt of one

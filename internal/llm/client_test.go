@@ -260,7 +260,7 @@ func TestCompleteRetries(t *testing.T) {
 				if !errors.As(err, &apiErr) || apiErr.Status != 429 || !apiErr.Retryable || apiErr.RetryAfter != time.Minute {
 					t.Errorf("err = %v (%#v)", err, apiErr)
 				}
-				if errors.Is(err, llm.ErrNonRetryable) || !strings.Contains(err.Error(), "after 1 attempts") ||
+				if errors.Is(err, llm.ErrNonRetryable) || !strings.Contains(err.Error(), "giving up after 1 attempt (not retried)") ||
 					!strings.Contains(err.Error(), "come back in a minute") || !strings.Contains(err.Error(), "beyond MaxRetryDelay") {
 					t.Errorf("err = %v", err)
 				}

@@ -113,9 +113,9 @@ func (e *Embedder) failure(ctx context.Context, a *attempts, err error) error {
 	case errors.Is(a.last, ErrNonRetryable):
 		return a.last
 	case a.tooLong > 0:
-		return fmt.Errorf("llm: embeddings: giving up after %d attempts: %w (the provider asked to wait %s, beyond MaxRetryDelay %s)",
-			a.n, a.last, a.tooLong, e.cfg.MaxRetryDelay)
+		return fmt.Errorf("llm: embeddings: giving up after %s: %w (the provider asked to wait %s, beyond MaxRetryDelay %s)",
+			attemptsText(a.n), a.last, a.tooLong, e.cfg.MaxRetryDelay)
 	default:
-		return fmt.Errorf("llm: embeddings: giving up after %d attempts: %w", a.n, a.last)
+		return fmt.Errorf("llm: embeddings: giving up after %s: %w", attemptsText(a.n), a.last)
 	}
 }
