@@ -103,6 +103,9 @@ func (v *Validator) DecodeJob(data []byte) (*Job, error) {
 	if err := checkDuplicateNames(data); err != nil {
 		return nil, err
 	}
+	if err := checkSurrogates(data); err != nil {
+		return nil, err
+	}
 	var j Job
 	if err := UnmarshalJob(data, &j); err != nil {
 		return nil, err
