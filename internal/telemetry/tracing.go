@@ -62,6 +62,11 @@ const (
 	attrToolServer  = attribute.Key("jetagent.tool.server")
 	attrModelCalled = attribute.Key("jetagent.tool.called_as") // the model-facing name (call_tool) of an indirect call
 	attrToolDefToks = attribute.Key("jetagent.tool_def_tokens")
+	// The job's tokens over all its attempts (the job span's gen_ai.usage
+	// are its attempt's: a resumed attempt does not send again what an
+	// earlier one did).
+	attrJobInputTokens  = attribute.Key("jetagent.job.input_tokens")
+	attrJobOutputTokens = attribute.Key("jetagent.job.output_tokens")
 )
 
 // Provider is gen_ai.provider.name of the model requests: the worker
@@ -286,12 +291,15 @@ func (t *Tracing) Runner(r jobs.Runner) jobs.Runner {
 		if err != nil {
 			span.RecordError(err)
 		}
-		span.SetAttributes(AttrJobStatus.String(status))
+		te.mu.Lock()
+		in, outTok := te.inputTokens, te.outputTokens
+		te.mu.Unlock()
+		span.SetAttributes(AttrJobStatus.String(status), attrInputTokens.Int64(in), attrOutputTokens.Int64(outTok))
 		if out != nil {
 			span.SetAttributes(
 				attrStopReason.String(out.StopReason),
-				attrInputTokens.Int64(out.Usage.PromptTokens),
-				attrOutputTokens.Int64(out.Usage.CompletionTokens),
+				attrJobInputTokens.Int64(out.Usage.PromptTokens),
+				attrJobOutputTokens.Int64(out.Usage.CompletionTokens),
 			)
 		}
 		span.End()
@@ -313,6 +321,9 @@ type tracedEnv struct {
 	mu       sync.Mutex
 	requests map[[2]int]trace.Span // open model requests by round and retry
 	calls    map[string]trace.Span // open tool calls by call id
+	// inputTokens and outputTokens are the attempt's, from its model
+	// replies.
+	inputTokens, outputTokens int64
 }
 
 func (e *tracedEnv) Emit(ctx context.Context, typ string, round int, data any) error {
@@ -345,6 +356,8 @@ func (e *tracedEnv) observe(typ string, round int, d map[string]any) {
 			))
 		e.requests[key] = span
 	case agentloop.EventLLMResponse:
+		e.inputTokens += int64(num(d["prompt_tokens"]))
+		e.outputTokens += int64(num(d["completion_tokens"]))
 		key := [2]int{round, num(d["retry"])}
 		span := e.requests[key]
 		if span == nil {
