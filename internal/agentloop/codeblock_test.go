@@ -109,3 +109,23 @@ func TestCodeBlockInContentRuns(t *testing.T) {
 		})
 	}
 }
+
+// In "on" mode the content is read beside tool_calls; a script sent to
+// execute_code and shown in a fence as well (reindented) ran twice.
+func TestCodeBlockBesideExecuteCodeRunsOnce(t *testing.T) {
+	t.Parallel()
+	const fence = "```"
+	var ts testServer
+	tools := newToolSet(t, &ts, false)
+	s := llmtest.NewServer(t, llmtest.Reply{
+		Content:   "I run:\n" + fence + "js\n  const r = await tools.echo({text: \"hi\"});\n  return r\n" + fence,
+		ToolCalls: []llm.ToolCall{call(agentloop.ToolExecuteCode, `{"code":"const r = await tools.echo({text: \"hi\"});\nreturn r"}`)},
+	}, textReply("Done."))
+	l := newLoop(t, s, agentloop.Config{ContentCalls: agentloop.ContentCalls{Default: agentloop.ContentCallsOn}})
+	if _, err := l.Run(t.Context(), agentloop.Input{Task: "Go.", Mode: agentloop.ModeCode, Tools: tools}); err != nil {
+		t.Fatal(err)
+	}
+	if n := ts.calls.Load(); n != 1 {
+		t.Errorf("echo ran %d times, want once", n)
+	}
+}

@@ -813,9 +813,11 @@ func (j *job) readContent(msg llm.Message, round int) (llm.Message, []string) {
 	}
 	calls, rest := extractContentCalls(msg.Content, round, j.toolSchema)
 	shapes := slices.Repeat([]string{shapeMarkup}, len(calls))
-	if len(calls) == 0 && j.mode == ModeCode {
+	if len(calls) == 0 && native == 0 && j.mode == ModeCode {
 		// Before the tolerant reader, which would take a line of the
-		// script for a call.
+		// script for a call. Not beside tool_calls ("on" mode): a reply
+		// that sent its script to execute_code often shows it too, and
+		// it would run twice.
 		var codes []string
 		codes, rest = codeBlockCalls(msg.Content, j.reg.code)
 		for i, code := range codes {
