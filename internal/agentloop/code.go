@@ -315,6 +315,9 @@ func (j *job) runEffect(e *entry, args json.RawMessage) func(context.Context) (j
 		switch e.kind {
 		case kindMCP:
 			r, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)
+			if err == nil && !r.IsError {
+				r = e.checkOutput(r)
+			}
 			return journal.Result{Text: r.Text, Structured: r.Structured, IsError: r.IsError}, err
 		case kindClient:
 			out, err := j.in.ClientCaller(ctx, e.tool.Name, args)

@@ -44,6 +44,9 @@ type entry struct {
 	once      sync.Once
 	schema    *jsonschema.Schema // nil: the schema could not be compiled; calls are not validated
 	schemaErr error
+
+	outOnce   sync.Once
+	outSchema *jsonschema.Schema // nil: no outputSchema, or one that could not be compiled
 }
 
 // registry is a job's view of every callable tool: MCP tools, client tools,
@@ -169,6 +172,50 @@ func (e *entry) validator() (*jsonschema.Schema, error) {
 	return e.schema, e.schemaErr
 }
 
+// checkOutput checks a successful result's structuredContent against the
+// tool's outputSchema (MCP: servers must conform, clients should check). A
+// result whose structuredContent does not conform is an error result: code mode would hand
+// the script a value of another shape than the tool's declared type, and
+// the model would take it as what the tool promised. Its text says what
+// is wrong and keeps what the tool sent. A tool without an outputSchema,
+// or with one that does not compile, and a result without
+// structuredContent are not checked.
+func (e *entry) checkOutput(r toolcache.Result) toolcache.Result {
+	out := bytes.TrimSpace(e.tool.OutputSchema)
+	if len(out) == 0 || string(out) == "null" {
+		return r
+	}
+	e.outOnce.Do(func() { e.outSchema, _ = compileSchema(e.tool.Name+".output", out) })
+	if e.outSchema == nil {
+		return r
+	}
+	if len(r.Structured) == 0 {
+		// Servers must send it, but a text-only result is still what the
+		// tool said: the model reads it as any other.
+		return r
+	}
+	var why []string
+	if v, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.Structured)); err != nil {
+		why = []string{"its structuredContent is not valid JSON: " + err.Error()}
+	} else if err := e.outSchema.Validate(v); err != nil {
+		why = violations(err)
+	}
+	if len(why) == 0 {
+		return r
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Error: the result of %s does not match the tool's outputSchema:\n", e.tool.Name)
+	for _, w := range why {
+		fmt.Fprintf(&b, "- %s\n", w)
+	}
+	text := r.Text
+	if text == "" {
+		text = string(r.Structured)
+	}
+	b.WriteString("What the tool sent: " + text)
+	return toolcache.Result{Text: b.String(), IsError: true}
+}
+
 func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	// jsonschema wants values from its own decoder (json.Number etc.).
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
@@ -205,7 +252,12 @@ func (e *entry) validate(args json.RawMessage) []string {
 	if err != nil {
 		return []string{"arguments are not valid JSON: " + err.Error()}
 	}
-	err = sch.Validate(v)
+	return violations(sch.Validate(v))
+}
+
+// violations are a validation error's, one line each, sorted and bounded;
+// nil for nil.
+func violations(err error) []string {
 	if err == nil {
 		return nil
 	}
