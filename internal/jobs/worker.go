@@ -548,8 +548,17 @@ func (w *Worker) refuseCopy(d delivery, cause error) {
 func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 	reason := cutReason(oneLine(cause.Error()))
 	ctx, cancel := opContext()
-	defer cancel()
-	if err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason); err != nil {
+	defer func() { cancel() }() // the last context
+	err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
+	// The last allowed delivery is kept while the copy cannot be stored
+	// (the store full): handed back, nothing delivered it again and the
+	// refused job stayed queued for ever, with no dead letter.
+	for try := 0; err != nil && w.keepLastDelivery(d, try, err); try++ {
+		cancel()
+		ctx, cancel = opContext()
+		err = w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
+	}
+	if err != nil {
 		d.log.Error("dead-letter copy failed; handing the job back", "err", err)
 		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
 		return
@@ -765,8 +774,11 @@ func (w *Worker) run(d delivery) {
 	if err != nil || owner != nil {
 		cancel()
 		if err != nil {
-			d.log.Error("claim failed; handing the job back", "err", err)
-			_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+			// Doubling per delivery, as JETAGENT_RETRY_DELAY says: at a fixed
+			// delay a full store spent a job's deliveries in seconds.
+			delay := w.retryDelay(d.deliveries)
+			d.log.Error("claim failed; handing the job back", "err", err, "in", delay)
+			_ = d.msg.NakWithDelay(delay)
 			return
 		}
 		// Redelivered while its attempt is alive (a NATS restart, heartbeats
@@ -853,8 +865,9 @@ func (w *Worker) run(d delivery) {
 		w.settle(d, nil, StatusCancelled, "cancelled before it ran")
 		return
 	case err != nil:
-		d.log.Error("claim failed; handing the job back", "err", err)
-		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+		delay := w.retryDelay(d.deliveries) // doubling, as for the owner check above
+		d.log.Error("claim failed; handing the job back", "err", err, "in", delay)
+		_ = d.msg.NakWithDelay(delay)
 		return
 	}
 
