@@ -51,7 +51,7 @@ type Config struct {
 	MaxDeliver      int             `split_words:"true" desc:"deliveries of one job before it is dead-lettered"`
 	Backoff         []time.Duration `desc:"redelivery delays after successive ack timeouts, e.g. 30s,1m,5m (empty: JETAGENT_ACK_WAIT each time)"`
 	RetryDelay      time.Duration   `split_words:"true" desc:"first delay before retrying a job after a transient error (doubles per attempt)"`
-	RetryDelayMax   time.Duration   `split_words:"true" desc:"longest retry delay"`
+	RetryDelayMax   time.Duration   `split_words:"true" desc:"longest retry delay (a provider's Retry-After, when longer, is waited instead, at most 1h)"`
 	ShutdownGrace   time.Duration   `split_words:"true" desc:"on SIGINT/SIGTERM, how long running jobs may finish before they are handed back"`
 	JobTimeout      time.Duration   `split_words:"true" desc:"timeout of a job that sets none"`
 	MaxJobBytes     int             `split_words:"true" desc:"largest job payload accepted; larger ones are dead-lettered. Must fit the NATS server's max_payload less 4096 bytes for headers (unset: lowered to fit)"`

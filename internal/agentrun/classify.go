@@ -29,6 +29,9 @@ func classify(err error) error {
 		return jobs.Retryable(err)
 	case errors.Is(err, llm.ErrTimeout), errors.Is(err, llm.ErrConnection):
 		return jobs.Retryable(err)
+	case errors.As(err, &api) && api.Retryable && api.HasRetryAfter && api.RetryAfter > 0:
+		// The provider said when: sooner, the next attempt is refused too.
+		return jobs.RetryableAfter(err, api.RetryAfter)
 	case errors.As(err, &api) && api.Retryable:
 		return jobs.Retryable(err)
 	case errors.As(err, &netErr): // the provider is unreachable

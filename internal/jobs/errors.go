@@ -1,6 +1,9 @@
 package jobs
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Sentinel errors.
 var (
@@ -33,8 +36,12 @@ func (e *rejectError) Is(target error) bool { return target == ErrRejected }
 
 func reject(msg string) error { return &rejectError{msg: msg} }
 
-// retryable marks a runner error worth another attempt.
-type retryable struct{ err error }
+// retryable marks a runner error worth another attempt; after, when
+// positive, is the least delay before it (the provider's Retry-After).
+type retryable struct {
+	err   error
+	after time.Duration
+}
 
 func (r retryable) Error() string { return r.err.Error() }
 func (r retryable) Unwrap() error { return r.err }
@@ -50,8 +57,35 @@ func Retryable(err error) error {
 	return retryable{err: err}
 }
 
+// RetryableAfter is Retryable with the least delay before the next
+// attempt: the wait a rate-limited provider asked for (Retry-After), which
+// the worker's own backoff (seconds) would not respect, so that a job
+// used up its deliveries within the provider's wait and was
+// dead-lettered. The worker waits the longer of its backoff and after,
+// at most MaxRetryAfter.
+func RetryableAfter(err error, after time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return retryable{err: err, after: after}
+}
+
+// MaxRetryAfter bounds the wait RetryableAfter asks for: a provider's
+// Retry-After of a day must not park a job for a day.
+const MaxRetryAfter = time.Hour
+
 // IsRetryable reports whether err was marked with Retryable.
 func IsRetryable(err error) bool {
 	var r retryable
 	return errors.As(err, &r)
+}
+
+// RetryAfterOf is the least delay RetryableAfter gave err, bounded by
+// MaxRetryAfter (0: none).
+func RetryAfterOf(err error) time.Duration {
+	var r retryable
+	if !errors.As(err, &r) || r.after <= 0 {
+		return 0
+	}
+	return min(r.after, MaxRetryAfter)
 }

@@ -923,7 +923,10 @@ func (w *Worker) run(d delivery) {
 	case errors.Is(cause, errTimeout):
 		w.settle(d, out, StatusFailed, errTimeout.Error())
 	case IsRetryable(runErr) && d.deliveries < w.cfg.Topology.MaxDeliver:
-		w.handBack(d, out, EventRetry, oneLine(runErr.Error()), w.retryDelay(d.attempt))
+		// The provider's Retry-After when it asked for longer: sooner, the
+		// next delivery is refused too and the job's deliveries run out
+		// within the wait.
+		w.handBack(d, out, EventRetry, oneLine(runErr.Error()), max(w.retryDelay(d.attempt), RetryAfterOf(runErr)))
 	case IsRetryable(runErr):
 		w.exhausted(d, runErr)
 	default:
