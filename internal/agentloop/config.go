@@ -77,6 +77,25 @@ var (
 	ErrMalformedCall = errors.New("agentloop: the model wrote a tool call into its answer that could not be read, also when asked again")
 )
 
+// StoppedError is the error of a job whose context ended (its timeout,
+// a cancel, the worker's shutdown): Err is the context's error, While
+// what the job was doing then ("waiting for the model's reply in round
+// 2", "running the tool calls of round 1 (echo)"), so that the worker's
+// own reason ("job timed out after 5m") can say what was cut short.
+type StoppedError struct {
+	Err   error
+	While string
+}
+
+func (e *StoppedError) Error() string {
+	if e.While == "" {
+		return e.Err.Error()
+	}
+	return e.Err.Error() + " while " + e.While
+}
+
+func (e *StoppedError) Unwrap() error { return e.Err }
+
 // Completer is the model: *llm.Client implements it.
 type Completer interface {
 	Complete(ctx context.Context, req llm.Request) (llm.Response, error)

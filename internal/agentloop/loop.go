@@ -458,10 +458,7 @@ func (j *job) fail(ctx context.Context, err error) (*Result, error) {
 	if ctx.Err() != nil {
 		// The context's end, and what it cut short: "job timed out"
 		// alone did not tell a model that never answered from a tool.
-		err = ctx.Err()
-		if j.doing != "" {
-			err = fmt.Errorf("%w while %s", err, j.doing)
-		}
+		err = &StoppedError{Err: ctx.Err(), While: j.doing}
 	}
 	return j.result("", stopReason(ctx)), fmt.Errorf("agentloop: job %q: %w", j.in.JobID, err)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/cfgerr"
 )
 
@@ -921,7 +922,11 @@ func (w *Worker) run(d delivery) {
 	case errors.Is(cause, ErrShutdown):
 		w.handBack(d, out, EventRequeued, fmt.Sprintf("handed back: worker %s shut down", w.cfg.WorkerID), w.cfg.RequeueDelay)
 	case errors.Is(cause, errTimeout):
-		w.settle(d, out, StatusFailed, errTimeout.Error())
+		why := errTimeout.Error()
+		if se := (*agentloop.StoppedError)(nil); errors.As(runErr, &se) && se.While != "" {
+			why += " while " + oneLine(se.While) // which of the model or a tool took the time
+		}
+		w.settle(d, out, StatusFailed, why)
 	case IsRetryable(runErr) && d.deliveries < w.cfg.Topology.MaxDeliver:
 		// The provider's Retry-After when it asked for longer: sooner, the
 		// next delivery is refused too and the job's deliveries run out
