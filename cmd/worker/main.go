@@ -427,9 +427,10 @@ func (s kvVectors) Put(ctx context.Context, key string, v []float32) error {
 
 // fitMaxJobBytes checks JETAGENT_MAX_JOB_BYTES against the server's
 // max_payload: jobs over it could never be published. A value set that way
-// is an error, as any invalid setting; the default is lowered with a
-// warning, because it equals a stock nats-server's max_payload (1 MiB)
-// and must work there without settings.
+// is an error, as any invalid setting; the default is lowered, logged at
+// info: it equals a stock nats-server's max_payload (1 MiB), so it is
+// lowered on every stock server, and a warning at each start for a
+// setting nobody made would be noise.
 func fitMaxJobBytes(s *Settings, nc *nats.Conn, log *slog.Logger) error {
 	most := jobs.MaxJobBytesFor(nc)
 	if s.MaxJobBytes <= most {
@@ -440,7 +441,7 @@ func fitMaxJobBytes(s *Settings, nc *nats.Conn, log *slog.Logger) error {
 			"bytes (%d kept for headers) could not be published; lower JETAGENT_MAX_JOB_BYTES or raise the server's max_payload",
 			s.MaxJobBytes, nc.MaxPayload(), most, jobs.JobHeaderRoom)
 	}
-	log.Warn("JETAGENT_MAX_JOB_BYTES lowered to fit the NATS server's max_payload",
+	log.Info("JETAGENT_MAX_JOB_BYTES (unset) lowered to fit the NATS server's max_payload",
 		"default", s.MaxJobBytes, "max_payload", nc.MaxPayload(), "max_job_bytes", most)
 	s.MaxJobBytes = most
 	return nil
