@@ -183,7 +183,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if s.MetricsAddr != "" {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		stopMetrics, err := serveMetrics(s, reg, readiness(&st), log)
+		stopMetrics, err := serveMetrics(s, reg, readiness(ctx, &st), log)
 		if err != nil {
 			return err
 		}
