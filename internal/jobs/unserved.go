@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -53,6 +54,7 @@ func (w *Worker) checkUnserved(ctx context.Context, logged map[string]uint64) {
 		w.log.Debug("could not look for jobs on unserved queues", "error", err)
 		return
 	}
+	waiting, more := boundUnserved(waiting)
 	w.cfg.Metrics.unservedCounted(waiting, logged)
 	for q := range logged {
 		if _, ok := waiting[q]; !ok {
@@ -66,6 +68,11 @@ func (w *Worker) checkUnserved(ctx context.Context, logged map[string]uint64) {
 			continue
 		}
 		logged[q] = n
+		if q == otherQueues {
+			w.log.Warn("jobs wait on more queues no worker serves (the queues with the most jobs are logged by name)",
+				"queues", more, "jobs", n, "subjects", w.names.JobsSubject("*"), "this_worker_serves", served)
+			continue
+		}
 		attrs := []any{"queue", q, "jobs", n, "subject", w.names.JobsSubject(q), "this_worker_serves", served}
 		if near := textdist.Closest(q, served); near != "" {
 			attrs = append(attrs, "did_you_mean", near)
@@ -99,4 +106,45 @@ func (w *Worker) unservedQueues(ctx context.Context) (map[string]uint64, error) 
 		}
 	}
 	return waiting, names.Err()
+}
+
+// maxUnservedQueues bounds the unserved queues named one by one, in the
+// gauge's labels and the log: anyone who may publish on the jobs subjects
+// can invent queue names, and each was a series and a warning a minute.
+const maxUnservedQueues = 20
+
+// otherQueues stands for the unserved queues beyond maxUnservedQueues and
+// for subject tokens that are not queue names (which the gauge and the
+// log would quote whole); no queue is named so (ValidQueue).
+const otherQueues = "(others)"
+
+// boundUnserved keeps the maxUnservedQueues valid queues with the most
+// waiting jobs (by name on ties) and counts the jobs of the rest under
+// otherQueues; more is how many queues that is.
+func boundUnserved(waiting map[string]uint64) (bounded map[string]uint64, more int) {
+	var names []string
+	bounded = map[string]uint64{}
+	for q, n := range waiting {
+		if ValidQueue(q) {
+			names = append(names, q)
+			continue
+		}
+		bounded[otherQueues] += n
+		more++
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if waiting[a] != waiting[b] {
+			return cmp.Compare(waiting[b], waiting[a])
+		}
+		return strings.Compare(a, b)
+	})
+	for i, q := range names {
+		if i < maxUnservedQueues {
+			bounded[q] = waiting[q]
+			continue
+		}
+		bounded[otherQueues] += waiting[q]
+		more++
+	}
+	return bounded, more
 }
