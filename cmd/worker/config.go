@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"text/template"
@@ -252,7 +253,16 @@ func named(err error, vars map[string]string) error {
 	if len(names) == 0 {
 		return err
 	}
-	msg := fmt.Sprintf("invalid %s: %s", names[0], fe.Msg) // Msg gives the value
+	// Msg names the other fields as Go does ("exceeds MaxRoundsCap 50"):
+	// an operator sets variables, so it names those instead.
+	text := fe.Msg
+	for _, f := range fe.Fields {
+		if v, ok := vars[f]; ok {
+			base := f[strings.LastIndex(f, ".")+1:]
+			text = regexp.MustCompile(`\b`+regexp.QuoteMeta(base)+`\b`).ReplaceAllLiteralString(text, v)
+		}
+	}
+	msg := fmt.Sprintf("invalid %s: %s", names[0], text) // Msg gives the value
 	if len(names) > 1 {
 		others := make([]string, len(names)-1)
 		for i, n := range names[1:] {
