@@ -159,6 +159,14 @@ func newLogger(c Config, w io.Writer) *slog.Logger {
 	_ = level.UnmarshalText([]byte(c.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
 	if c.LogFormat == "json" {
+		// Durations as the text format and the variables write them
+		// ("30s"), not slog's JSON nanoseconds (30000000000).
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
