@@ -443,6 +443,21 @@ func (s Settings) validateTools() error {
 	return nil
 }
 
+// sameListener reports whether two listen addresses take the same port
+// on a common interface (an empty or unspecified host is every one).
+func sameListener(a, b string) bool {
+	ha, pa, err1 := net.SplitHostPort(a)
+	hb, pb, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || pa != pb || pa == "0" {
+		return false
+	}
+	every := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || every(ha) || every(hb) || (isLocal(ha) && isLocal(hb))
+}
+
+// isLocal: the names of loopback that listen on the same interface.
+func isLocal(h string) bool { return h == "localhost" || h == "127.0.0.1" }
+
 func (s Settings) validate() error {
 	c := s.Config
 	bad := func(v, format string, a ...any) error {
@@ -457,6 +472,11 @@ func (s Settings) validate() error {
 		}
 		if err := s.validateEmbeddedAuth(); err != nil {
 			return err
+		}
+		if c.MetricsAddr != "" && sameListener(c.MetricsAddr, c.Listen) {
+			// The metrics listener starts first and takes the port; the
+			// embedded server's failure then blamed another worker's NATS.
+			return bad("JETAGENT_METRICS_ADDR", "%s is the embedded NATS server's port (JETAGENT_LISTEN=%s): give them different ports", c.MetricsAddr, c.Listen)
 		}
 	}
 	if err := s.NATS.Validate(); err != nil {

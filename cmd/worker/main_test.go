@@ -189,6 +189,10 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_CODE_ABOVE": "100"}, "invalid JETAGENT_CODE_ABOVE: 100 must be 0 (off) or at least JETAGENT_SEARCH_ABOVE"},
 		{map[string]string{"JETAGENT_SEARCH_ABOVE": "100"}, "invalid JETAGENT_SEARCH_ABOVE: 100 is below JETAGENT_DEFERRED_ABOVE 3000 (with JETAGENT_DEFERRED_ABOVE (default))"},
 		{map[string]string{"JETAGENT_LISTEN": "4222"}, "invalid JETAGENT_LISTEN"},
+		// The metrics listener took the port first, and the embedded
+		// server's failure blamed another worker's NATS.
+		{map[string]string{"JETAGENT_LISTEN": "127.0.0.1:14999", "JETAGENT_METRICS_ADDR": ":14999"},
+			"invalid JETAGENT_METRICS_ADDR: :14999 is the embedded NATS server's port (JETAGENT_LISTEN=127.0.0.1:14999)"},
 		{map[string]string{"NATS_URL": "nats://x:4222", "NATS_PASSWORD": "p"}, "NATS_PASSWORD is set but NATS_USER is not"},
 		{map[string]string{"OPENAI_BASE_URL": "localhost:8080"}, "invalid OPENAI_BASE_URL"},
 		{map[string]string{"OPENAI_API_KEY": ""}, "invalid OPENAI_API_KEY: is required"},
