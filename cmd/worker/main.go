@@ -234,7 +234,11 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		defer pool.Close() //nolint:errcheck // at exit
 		known = pool.HasServer
 		for _, st := range pool.Status() {
-			log.Info("MCP server", "name", st.Name, "state", st.State, "tools", st.Tools, "error", st.Error)
+			attrs := []any{"name", st.Name, "state", st.State, "tools", st.Tools}
+			if st.Error != "" {
+				attrs = append(attrs, "error", st.Error)
+			}
+			log.Info("MCP server", attrs...)
 		}
 	}
 

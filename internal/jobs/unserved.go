@@ -51,7 +51,7 @@ func (w *Worker) checkUnserved(ctx context.Context, logged map[string]uint64) {
 	defer cancel()
 	waiting, err := w.unservedQueues(ctx)
 	if err != nil {
-		w.log.Debug("could not look for jobs on unserved queues", "error", err)
+		w.log.Debug("could not look for jobs on unserved queues", "err", err)
 		return
 	}
 	waiting, more := boundUnserved(waiting)

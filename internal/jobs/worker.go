@@ -1237,7 +1237,11 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		defer w.jobs.Done()
 		w.flushEvents(context.Background(), d)
 	}()
-	d.log.Info("job finished", "status", status, "error", errText)
+	attrs := []any{"status", status}
+	if errText != "" { // not error="" on every success
+		attrs = append(attrs, "error", errText)
+	}
+	d.log.Info("job finished", attrs...)
 }
 
 // storeTranscripts starts storing the raw and the reflected transcript,
