@@ -323,7 +323,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 			}
 		}()
 	}
-	log.Info("worker starting", "id", w.ID(), "model", s.OpenAI.Model, "base_url", redact.URL(s.OpenAI.BaseURL)) // a proxy's user:key@ stays out
+	log.Info("worker starting", "worker", w.ID(), "model", s.OpenAI.Model, "base_url", redact.URL(s.OpenAI.BaseURL)) // a proxy's user:key@ stays out
 	return w.Run(ctx)
 }
 
