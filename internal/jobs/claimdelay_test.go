@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestClaimRetriesDouble: a job whose claim fails (the store full) is
@@ -20,19 +18,8 @@ import (
 // apart).
 func TestClaimRetriesDouble(t *testing.T) {
 	t.Parallel()
-	o := natstest.Options(t.TempDir())
-	o.JetStreamMaxStore = 4 << 20
-	s := natstest.StartWith(t, o)
-	nc := natstest.Connect(t, s)
-	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	topo := TopologyConfig{AckWait: 5 * time.Second, MaxDeliver: 4}
-	if _, err := EnsureTopology(ctx, js, topo, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	nc, js, ctx := smallStore(t, topo)
 	c := newClient(t, nc)
 	if _, err := c.Submit(ctx, &Job{ID: "claim-delays", Task: "echo:x"}); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
-	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestLastDeliverySettledOnceTheStoreHasRoom: the store filling while a
@@ -26,19 +25,8 @@ import (
 // (TestLastDeliveryKeptWhileTheStoreIsFull). The runner does not run again.
 func TestLastDeliverySettledOnceTheStoreHasRoom(t *testing.T) {
 	t.Parallel()
-	o := natstest.Options(t.TempDir())
-	o.JetStreamMaxStore = 4 << 20
-	s := natstest.StartWith(t, o)
-	nc := natstest.Connect(t, s)
-	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	topo := TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 1}
-	if _, err := EnsureTopology(ctx, js, topo, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	nc, js, ctx := smallStore(t, topo)
 	started, finish := make(chan struct{}, 4), make(chan struct{})
 	runs := make(chan struct{}, 4)
 	runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestSubmitToAFullStoreSaysSo: a job submitted while the JetStream store
@@ -18,18 +16,7 @@ import (
 // kept for errors.As.
 func TestSubmitToAFullStoreSaysSo(t *testing.T) {
 	t.Parallel()
-	o := natstest.Options(t.TempDir())
-	o.JetStreamMaxStore = 4 << 20
-	s := natstest.StartWith(t, o)
-	nc := natstest.Connect(t, s)
-	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureTopology(ctx, js, TopologyConfig{}, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	nc, js, ctx := smallStore(t, TopologyConfig{})
 	c := newClient(t, nc)
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
 		t.Fatal(err)
@@ -45,7 +32,7 @@ func TestSubmitToAFullStoreSaysSo(t *testing.T) {
 			t.Fatalf("filling the store: %d messages, then %v", i, err)
 		}
 	}
-	_, err = c.Submit(ctx, &Job{ID: "into-a-full-store", Task: "x"})
+	_, err := c.Submit(ctx, &Job{ID: "into-a-full-store", Task: "x"})
 	var apiErr *jetstream.APIError
 	if err == nil || !strings.Contains(err.Error(), "the JetStream store is full: the server's max_file_store or the account's storage limit is reached") ||
 		!errors.As(err, &apiErr) || apiErr.ErrorCode != jsInsufficientResources {

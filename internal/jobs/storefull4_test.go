@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestRefusedJobDeadLetteredOnceTheStoreHasRoom: a job refused at the door
@@ -22,19 +20,8 @@ import (
 // TestLastDeliverySettledOnceTheStoreHasRoom).
 func TestRefusedJobDeadLetteredOnceTheStoreHasRoom(t *testing.T) {
 	t.Parallel()
-	o := natstest.Options(t.TempDir())
-	o.JetStreamMaxStore = 4 << 20
-	s := natstest.StartWith(t, o)
-	nc := natstest.Connect(t, s)
-	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	topo := TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 1}
-	if _, err := EnsureTopology(ctx, js, topo, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	nc, js, ctx := smallStore(t, topo)
 	names, _ := NewNames("")
 	if _, err := js.Publish(ctx, names.JobsSubject("default"), []byte("{not json")); err != nil {
 		t.Fatal(err)

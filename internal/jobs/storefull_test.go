@@ -7,10 +7,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
+
+// smallStore starts a server whose JetStream store holds 4 MiB, so that a
+// test can fill it, with the jobs topology ensured on it.
+func smallStore(t *testing.T, topo TopologyConfig) (*nats.Conn, jetstream.JetStream, context.Context) {
+	t.Helper()
+	o := natstest.Options(t.TempDir())
+	o.JetStreamMaxStore = 4 << 20
+	nc := natstest.Connect(t, natstest.StartWith(t, o))
+	ctx := natstest.Context(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureTopology(ctx, js, topo, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	return nc, js, ctx
+}
 
 // A server whose JetStream store is full (max_file_store reached by
 // another stream) refuses every write: a job's claim fails, and each
@@ -23,19 +42,8 @@ import (
 // delivery is now kept, and claimed once the store has room again.
 func TestLastDeliveryKeptWhileTheStoreIsFull(t *testing.T) {
 	t.Parallel()
-	o := natstest.Options(t.TempDir())
-	o.JetStreamMaxStore = 4 << 20
-	s := natstest.StartWith(t, o)
-	nc := natstest.Connect(t, s)
-	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	topo := TopologyConfig{AckWait: 2 * time.Second, MaxDeliver: 2}
-	if _, err := EnsureTopology(ctx, js, topo, t.Logf); err != nil {
-		t.Fatal(err)
-	}
+	nc, js, ctx := smallStore(t, topo)
 	c := newClient(t, nc)
 	const id = "full-1"
 	if _, err := c.Submit(ctx, &Job{ID: id, Task: "echo:done"}); err != nil {

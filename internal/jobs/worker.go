@@ -548,20 +548,9 @@ func (w *Worker) refuseCopy(d delivery, cause error) {
 // dropped.
 func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 	reason := cutReason(oneLine(cause.Error()))
-	ctx, cancel := opContext()
-	defer func() { cancel() }() // the last context
-	err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
-	// The last allowed delivery is kept while the copy cannot be stored
-	// (the store full): handed back, nothing delivered it again and the
-	// refused job stayed queued for ever, with no dead letter.
-	for try := 0; err != nil && w.keepLastDelivery(d, try, err); try++ {
-		cancel()
-		ctx, cancel = opContext()
-		err = w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
-	}
-	if err != nil {
-		d.log.Error("dead-letter copy failed; handing the job back", "err", err)
-		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+	ctx, cancel, ok := w.copyDead(d, reason)
+	defer cancel()
+	if !ok {
 		return
 	}
 	if err := d.msg.TermWithReason(reason); err != nil {
@@ -574,6 +563,28 @@ func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
 		res := &Result{ID: d.id, Queue: d.queue, Status: StatusDead, Error: reason, Attempt: d.attempt, Worker: w.cfg.WorkerID}
 		_ = w.markDeadUnless(ctx, d.env, d.queue, d.seq, res, func(cur *State) bool { return queuedByAnother(cur, d) }) // logged
 	}
+}
+
+// copyDead copies d to the dead-letter stream with reason. The last
+// allowed delivery is kept while the copy cannot be stored (the store
+// full): handed back, nothing delivered it again and the job stayed
+// queued for ever, with no dead letter. A copy that fails hands the
+// delivery back (ok false): not copied, so not dropped. ctx is the last
+// try's, for what the caller does next; cancel ends it.
+func (w *Worker) copyDead(d delivery, reason string) (ctx context.Context, cancel context.CancelFunc, ok bool) {
+	ctx, cancel = opContext()
+	err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
+	for try := 0; err != nil && w.keepLastDelivery(d, try, err); try++ {
+		cancel()
+		ctx, cancel = opContext()
+		err = w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
+	}
+	if err != nil {
+		d.log.Error("dead-letter copy failed; handing the job back", "err", err)
+		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+		return ctx, cancel, false
+	}
+	return ctx, cancel, true
 }
 
 // queuedByAnother reports whether cur, the state of the id a refused
@@ -1388,18 +1399,10 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 // exhausted dead-letters a job whose last allowed attempt failed with a
 // retryable error.
 func (w *Worker) exhausted(d delivery, runErr error) {
-	ctx, cancel := opContext()
-	defer func() { cancel() }() // the last context, renewed per try
 	reason := cutReason(oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.cfg.Topology.MaxDeliver, runErr)))
-	err := w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
-	for try := 0; err != nil && w.keepLastDelivery(d, try, err); try++ {
-		cancel()
-		ctx, cancel = opContext()
-		err = w.deadLetter(ctx, d.queue, d.id, d.seq, d.msg.Data(), d.msg.Headers(), reason)
-	}
-	if err != nil {
-		d.log.Error("dead-letter copy failed; handing the job back", "err", err)
-		_ = d.msg.NakWithDelay(w.cfg.RetryDelay)
+	ctx, cancel, ok := w.copyDead(d, reason)
+	defer cancel()
+	if !ok {
 		return
 	}
 	_ = d.msg.TermWithReason(reason)
