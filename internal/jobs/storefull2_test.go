@@ -2,12 +2,9 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 )
@@ -52,21 +49,7 @@ func TestLastDeliverySettledOnceTheStoreHasRoom(t *testing.T) {
 		t.Fatal("the job did not start")
 	}
 	// Another tenant fills the store while the job runs.
-	fill, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 256<<10)
-	for i := 0; ; i++ {
-		_, err := js.Publish(ctx, "fill", chunk)
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
-			break
-		}
-		if err != nil || i > 100 {
-			t.Fatalf("filling the store: %d messages, then %v", i, err)
-		}
-	}
+	fill := fillStore(t, ctx, js)
 	close(finish)
 	// The state write fails: kept (now) or handed back (before).
 	for {

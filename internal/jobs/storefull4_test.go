@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestRefusedJobDeadLetteredOnceTheStoreHasRoom: a job refused at the door
@@ -26,21 +24,7 @@ func TestRefusedJobDeadLetteredOnceTheStoreHasRoom(t *testing.T) {
 	if _, err := js.Publish(ctx, names.JobsSubject("default"), []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	fill, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 256<<10)
-	for i := 0; ; i++ {
-		_, err := js.Publish(ctx, "fill", chunk)
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
-			break
-		}
-		if err != nil || i > 100 {
-			t.Fatalf("filling the store: %d messages, then %v", i, err)
-		}
-	}
+	fill := fillStore(t, ctx, js)
 	rec, log := newRecordLog()
 	runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
 		t.Error("a job that is not JSON ran")

@@ -31,6 +31,27 @@ func smallStore(t *testing.T, topo TopologyConfig) (*nats.Conn, jetstream.JetStr
 	return nc, js, ctx
 }
 
+// fillStore fills the store of a smallStore server, as another tenant
+// would, with a stream FILL of 256 KiB messages; deleting it makes room.
+func fillStore(t *testing.T, ctx context.Context, js jetstream.JetStream) jetstream.Stream {
+	t.Helper()
+	fill, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 256<<10)
+	for i := 0; ; i++ {
+		_, err := js.Publish(ctx, "fill", chunk)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
+			return fill
+		}
+		if err != nil || i > 100 {
+			t.Fatalf("filling the store: %d messages, then %v", i, err)
+		}
+	}
+}
+
 // A server whose JetStream store is full (max_file_store reached by
 // another stream) refuses every write: a job's claim fails, and each
 // failure handed the delivery back, so the job's deliveries ran out in
@@ -50,21 +71,7 @@ func TestLastDeliveryKeptWhileTheStoreIsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another tenant fills the store.
-	fill, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 256<<10)
-	for i := 0; ; i++ {
-		_, err := js.Publish(ctx, "fill", chunk)
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
-			break
-		}
-		if err != nil || i > 100 {
-			t.Fatalf("filling the store: %d messages, then %v", i, err)
-		}
-	}
+	fill := fillStore(t, ctx, js)
 	rec, log := newRecordLog()
 	r := newTestRunner()
 	startWorker(t, nc, Config{Runner: r, WorkerID: "w1", Logger: log, Topology: topo})
