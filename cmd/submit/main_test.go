@@ -94,7 +94,9 @@ type result struct {
 // submitCmd runs the command with stdin.
 func submitCmd(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A bound against a hang, not a speed target: a 10,000-line batch
+	// under -race on a busy machine took more than 30 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out, errb bytes.Buffer
 	code := run(ctx, args, strings.NewReader(stdin), &out, &errb)
