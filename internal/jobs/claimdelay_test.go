@@ -1,13 +1,10 @@
 package jobs
 
 import (
-	"errors"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestClaimRetriesDouble: a job whose claim fails (the store full) is
@@ -24,20 +21,7 @@ func TestClaimRetriesDouble(t *testing.T) {
 	if _, err := c.Submit(ctx, &Job{ID: "claim-delays", Task: "echo:x"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 256<<10)
-	for i := 0; ; i++ {
-		_, err := js.Publish(ctx, "fill", chunk)
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
-			break
-		}
-		if err != nil || i > 100 {
-			t.Fatalf("filling the store: %d messages, then %v", i, err)
-		}
-	}
+	fillStore(t, ctx, js)
 	rec, log := newRecordLog()
 	startWorker(t, nc, Config{Runner: newTestRunner(), WorkerID: "w1", Logger: log, Topology: topo,
 		RetryDelay: 300 * time.Millisecond, RetryDelayMax: 10 * time.Second, ShutdownGrace: time.Second})

@@ -18,20 +18,7 @@ func TestSubmitToAFullStoreSaysSo(t *testing.T) {
 	t.Parallel()
 	nc, js, ctx := smallStore(t, TopologyConfig{})
 	c := newClient(t, nc)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "FILL", Subjects: []string{"fill"}}); err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 256<<10)
-	for i := 0; ; i++ {
-		_, err := js.Publish(ctx, "fill", chunk)
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
-			break
-		}
-		if err != nil || i > 100 {
-			t.Fatalf("filling the store: %d messages, then %v", i, err)
-		}
-	}
+	fillStore(t, ctx, js)
 	_, err := c.Submit(ctx, &Job{ID: "into-a-full-store", Task: "x"})
 	var apiErr *jetstream.APIError
 	if err == nil || !strings.Contains(err.Error(), "the JetStream store is full: the server's max_file_store or the account's storage limit is reached") ||
