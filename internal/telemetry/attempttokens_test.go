@@ -37,9 +37,7 @@ func TestJobSpanAttemptTokens(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rec := tracetest.NewSpanRecorder()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			rec, tp := recordSpans(t)
 			r := telemetry.NewTracing(tp, telemetry.Options{DefaultModel: "m"}).Runner(
 				jobs.RunnerFunc(func(ctx context.Context, _ *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
 					for i, d := range c.replies {
@@ -70,4 +68,14 @@ func TestJobSpanAttemptTokens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordSpans is a tracer provider whose ended spans rec keeps, shut down
+// when the test ends.
+func recordSpans(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return rec, tp
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/telemetry"
 )
@@ -51,9 +48,7 @@ func TestCodeModeCallSpans(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rec := tracetest.NewSpanRecorder()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			rec, tp := recordSpans(t)
 			r := telemetry.NewTracing(tp, telemetry.Options{DefaultModel: "m"}).Runner(
 				jobs.RunnerFunc(func(ctx context.Context, _ *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
 					for _, e := range c.events {

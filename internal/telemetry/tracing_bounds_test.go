@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/telemetry"
@@ -28,9 +25,7 @@ func (*attemptEnv) WorkerID() string { return "w" }
 // the names as they came, cut to MaxSpanAttrBytes.
 func TestSpanNamesBounded(t *testing.T) {
 	t.Parallel()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	rec, tp := recordSpans(t)
 	long := strings.Repeat("é", 50_000) // 100 KB, two bytes a character
 	r := telemetry.NewTracing(tp, telemetry.Options{DefaultModel: "m-default"}).Runner(
 		jobs.RunnerFunc(func(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
@@ -37,9 +35,7 @@ func TestUnknownToolServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := tracetest.NewSpanRecorder()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			rec, tp := recordSpans(t)
 			inner := jobs.RunnerFunc(func(ctx context.Context, _ *jobs.Job, env jobs.RunEnv) (*jobs.Outcome, error) {
 				_ = env.Emit(ctx, "tool.call", 1, map[string]any{"call_id": "c1", "name": c.name})
 				_ = env.Emit(ctx, "tool.result", 1, map[string]any{"call_id": "c1", "name": c.name, "tool": c.tool, "duration_ms": 1, "error": true})
