@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -370,11 +369,8 @@ func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
 			// Without HTML escaping: json.Marshal would make each '<', '>'
 			// and '&' of the file six bytes, and a job that fits refused
 			// as too large.
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			if enc.Encode(m) == nil {
-				probe = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+			if b, err := jobs.EncodeNoEscape(m); err == nil {
+				probe = b
 			}
 		}
 	}

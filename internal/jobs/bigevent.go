@@ -121,17 +121,18 @@ func reduceData(data json.RawMessage, ref DataRef, budget int) (json.RawMessage,
 // marshalNoEscape is json.Marshal without HTML escaping (which would let a
 // preview grow sixfold) and without the trailing newline.
 func marshalNoEscape(v any) json.RawMessage {
-	b, err := encodeNoEscape(v)
+	b, err := EncodeNoEscape(v)
 	if err != nil {
 		panic(err) // only strings, refs and raw JSON reach here
 	}
 	return b
 }
 
-// encodeNoEscape is json.Marshal without HTML escaping, also of the
+// EncodeNoEscape is json.Marshal without HTML escaping, also of the
 // json.RawMessage values within v, and without the trailing newline: what
-// is measured against a size limit is then what is published.
-func encodeNoEscape(v any) ([]byte, error) {
+// is measured against a size limit is then what is published (the worker,
+// Client and submit measure jobs so).
+func EncodeNoEscape(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -111,7 +111,7 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	// Without HTML escaping, which made each '<', '>' and '&' six bytes
 	// (\u003c): a job under the limit as written (HTML, code) was refused
 	// as too large, and its size named was not the job's.
-	data, err := encodeNoEscape(&j)
+	data, err := EncodeNoEscape(&j)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func TestHTMLCharactersKeepTheirSize(t *testing.T) {
 			for _, ev := range evs {
 				types = append(types, ev.Type)
 				// As published (json.Marshal would escape the data again).
-				if b, _ := encodeNoEscape(ev); len(b) > maxPayload {
+				if b, _ := EncodeNoEscape(ev); len(b) > maxPayload {
 					t.Errorf("event %s is %d bytes", ev.Type, len(b))
 				}
 				if ref, ok := EventDataRef(ev); ok {

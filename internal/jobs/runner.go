@@ -280,7 +280,7 @@ func eventMsg(n Names, ev Event) (*nats.Msg, error) {
 	// built unescaped) grew up to sixfold past it, its publish refused
 	// (nats: maximum payload exceeded) with every later event held behind
 	// it. The data is published as measured.
-	b, err := encodeNoEscape(ev)
+	b, err := EncodeNoEscape(ev)
 	if err != nil {
 		return nil, err
 	}
