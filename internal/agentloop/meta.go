@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/jetagent/jetagent/internal/textdist"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -39,7 +41,54 @@ type searchAnswer struct {
 	// semanticErr says why the hybrid ranking could not be used (the
 	// query could not be embedded): the hits are BM25F's.
 	semanticErr error
+	// meant is the job's server searched instead of a server filter that
+	// named none of the job's; servers, with badSrv, are the job's servers.
+	meant   string
+	servers []string
 }
+
+// serverNames are the servers of the job's catalog, sorted.
+func (r *registry) serverNames() []string {
+	r.serversOnce.Do(func() {
+		for _, t := range r.catalog {
+			if t.Server != "" && !slices.Contains(r.servers, t.Server) {
+				r.servers = append(r.servers, t.Server)
+			}
+		}
+		slices.Sort(r.servers)
+	})
+	return r.servers
+}
+
+// closestServer is the server of srvs that name most likely stands for: a
+// typo of it, or else the one server whose name contains name (or is
+// contained in it) without regard to case; "" when none or several.
+func closestServer(name string, srvs []string) string {
+	if len(name) > maxUnknownName { // server names are short; edit distance costs the product of the lengths
+		return ""
+	}
+	if c := textdist.Closest(name, srvs); c != "" {
+		return c
+	}
+	ln := strings.ToLower(name)
+	if len(ln) < 3 {
+		return ""
+	}
+	var found string
+	for _, s := range srvs {
+		ls := strings.ToLower(s)
+		if strings.Contains(ls, ln) || strings.Contains(ln, ls) {
+			if found != "" {
+				return ""
+			}
+			found = s
+		}
+	}
+	return found
+}
+
+// maxServersNamed bounds the servers a note lists.
+const maxServersNamed = 20
 
 // searchTools ranks the job's whole catalog. MCP tools are ranked on the
 // ToolSet's shared index (no per-job build); the job's client tools and
@@ -53,6 +102,19 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 		limit = defaultSearchLimit
 	}
 	limit = min(limit, maxSearchLimit)
+	var meant string
+	if server != "" {
+		srvs := r.serverNames()
+		if !slices.ContainsFunc(srvs, func(s string) bool { return strings.EqualFold(s, server) }) {
+			// Not a server of this job (a typo, a part of the name, or one
+			// of the pool's that the job was not given): search the one it
+			// most likely meant, or say which servers there are.
+			if meant = closestServer(server, srvs); meant == "" {
+				return searchAnswer{badSrv: true, servers: srvs}
+			}
+			server = meant
+		}
+	}
 	opts := toolcache.SearchOptions{Limit: limit, Server: server}
 	var res toolcache.SearchResult
 	if s, ok := ts.(toolSearcher); ok {
@@ -62,7 +124,7 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 		r.searchOnce.Do(func() { r.index = toolcache.NewSearchIndex(r.catalog) })
 		res = r.index.Search(query, opts)
 	}
-	a := searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer, semanticErr: res.SemanticErr}
+	a := searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer, semanticErr: res.SemanticErr, meant: meant}
 	for _, h := range res.Hits {
 		if e, ok := r.byName[h.Tool.Name]; ok {
 			a.hits = append(a.hits, searchHit{
@@ -82,7 +144,23 @@ func (a searchAnswer) text(query, server string) string {
 	var note string
 	switch {
 	case a.badSrv && len(a.hits) == 0:
-		return fmt.Sprintf("Note: no server is named %s; search without server to see the servers.", quoteHead(server))
+		if len(a.servers) == 0 {
+			return fmt.Sprintf("Note: no server of this job is named %s, and this job has no servers; search without server.", quoteHead(server))
+		}
+		quoted := make([]string, 0, maxServersNamed+1)
+		for i, s := range a.servers {
+			if i == maxServersNamed {
+				quoted = append(quoted, fmt.Sprintf("and %d more", len(a.servers)-maxServersNamed))
+				break
+			}
+			quoted = append(quoted, strconv.Quote(s))
+		}
+		return fmt.Sprintf("Note: no server of this job is named %s; its servers: %s.", quoteHead(server), strings.Join(quoted, ", "))
+	case a.meant != "":
+		note = fmt.Sprintf("Note: no server of this job is named %s; did you mean %q? These are its tools.\n", quoteHead(server), a.meant)
+		if a.fallback {
+			note += "None matches the words of the query; these are the closest names.\n"
+		}
 	case a.fallback && len(a.hits) == 0:
 		return "Note: no tools are available."
 	case a.fallback:

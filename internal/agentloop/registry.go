@@ -75,6 +75,9 @@ type registry struct {
 	// not search a shared one (see searchTools).
 	searchOnce sync.Once
 	index      *toolcache.SearchIndex
+
+	serversOnce sync.Once
+	servers     []string // serverNames
 }
 
 var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

@@ -39,13 +39,13 @@ func TestSearchToolsAnswers(t *testing.T) {
 			[]string{"Note: no tool matches the words", `[{"name":`}, nil},
 		{"typo in a name word", `{"query":"wether"}`, []string{`[{"name":"get_weather"`}, []string{"Note:"}},
 		{"server filter", `{"query":"echo text","server":"test"}`, []string{`"name":"echo"`}, nil},
-		{"unknown server", `{"query":"echo","server":"nope"}`, []string{`Note: no server is named "nope"`}, []string{`"name"`}},
+		{"unknown server", `{"query":"echo","server":"nope"}`, []string{`Note: no server of this job is named "nope"; its servers: "test".`}, []string{`"name"`}},
 		// The note quotes the query's head: a whole 100 KB query pushed the
 		// closest names past the output cut.
 		{"huge query", `{"query":"` + strings.Repeat("x", 100_000) + `"}`,
 			[]string{"Note: no tool matches the words", `... (100000 bytes)`, `[{"name":`}, []string{strings.Repeat("x", 1000)}},
 		{"huge unknown server", `{"query":"echo","server":"` + strings.Repeat("n", 100_000) + `"}`,
-			[]string{`Note: no server is named "nnn`, `... (100000 bytes)`}, []string{strings.Repeat("n", 1000)}},
+			[]string{`Note: no server of this job is named "nnn`, `... (100000 bytes)`}, []string{strings.Repeat("n", 1000)}},
 		{"client tool ranked with MCP tools", `{"query":"look up the status of an order","limit":3}`,
 			[]string{`"name":"lookup_order"`}, nil},
 	}
