@@ -163,6 +163,8 @@ func (a searchAnswer) text(query, server string) string {
 		}
 	case a.fallback && len(a.hits) == 0:
 		return "Note: no tools are available."
+	case a.fallback && strings.TrimSpace(query) == "":
+		note = "Note: the query is empty; these are the first tools by name. Search with the words of the request.\n"
 	case a.fallback:
 		note = fmt.Sprintf("Note: no tool matches the words of %s; these are the closest names. Try other words.\n", quoteHead(query))
 	case a.weak:

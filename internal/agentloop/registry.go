@@ -139,6 +139,12 @@ func (r *registry) unknownToolError(name string, direct bool) error {
 				"the tools it started with (a new job can call it)", name, t.Server)
 		}
 	}
+	if _, ok := r.meta[name]; ok && !direct {
+		// call_tool("search_tools") or get_tool_details("call_tool"): the
+		// model reached for a meta tool as if it were in the catalog.
+		return fmt.Errorf("%q is not a tool of the catalog: call it directly, as the tool of that name in your tools list "+
+			"(its definition is there), not through call_tool or get_tool_details", name)
+	}
 	names := make([]string, 0, len(r.byName)+len(r.meta))
 	for n := range r.byName {
 		names = append(names, n)

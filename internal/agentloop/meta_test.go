@@ -78,3 +78,39 @@ func TestSearchToolsServerFilterNamesTheJobsServers(t *testing.T) {
 		})
 	}
 }
+
+// A meta tool reached through call_tool or get_tool_details, as if it were
+// in the catalog, is answered with what to do instead of the closest
+// catalog names; an empty query says it is empty.
+func TestMetaToolsMisused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, tool, args string
+		want             string
+	}{
+		{"call_tool through call_tool", "call_tool", `{"name":"call_tool","arguments":{"name":"echo","arguments":{"text":"hi"}}}`,
+			`Error: "call_tool" is not a tool of the catalog: call it directly`},
+		{"search_tools through call_tool", "call_tool", `{"name":"search_tools","arguments":{"query":"echo"}}`,
+			`Error: "search_tools" is not a tool of the catalog: call it directly`},
+		{"details of a meta tool", "get_tool_details", `{"name":"get_tool_details"}`,
+			`Error: "get_tool_details" is not a tool of the catalog: call it directly`},
+		{"a catalog tool still", "call_tool", `{"name":"echo","arguments":{"text":"hi"}}`, "hi"},
+		{"empty query", "search_tools", `{"query":"  "}`, "Note: the query is empty; these are the first tools by name."},
+	}
+	var ts testServer
+	tools := newToolSet(t, &ts, false)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.NewServer(t, toolReply(call(tc.tool, tc.args)), textReply("done"))
+			l := newLoop(t, s, agentloop.Config{})
+			res, err := l.Run(t.Context(), agentloop.Input{Task: "x", Mode: agentloop.ModeSearch, Tools: tools})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := toolMessages(res.Messages)[0].Content; !strings.HasPrefix(out, tc.want) {
+				t.Errorf("answer %q, want it to begin %q", out, tc.want)
+			}
+		})
+	}
+}
