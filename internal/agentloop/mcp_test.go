@@ -102,6 +102,13 @@ func newToolSet(t *testing.T, ts *testServer, withResources bool) *toolcache.Vie
 // of it that denies the tools deny names, as the worker does.
 func inProcessView(t *testing.T, deny []string, servers map[string]*server.MCPServer) *toolcache.View {
 	t.Helper()
+	return inProcessJobView(t, nil, deny, servers)
+}
+
+// inProcessJobView is inProcessView for a job given only the servers
+// jobServers (nil: all).
+func inProcessJobView(t *testing.T, jobServers, deny []string, servers map[string]*server.MCPServer) *toolcache.View {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	opts := []toolcache.Option{toolcache.WithLogger(slog.New(slog.DiscardHandler))}
@@ -117,7 +124,7 @@ func inProcessView(t *testing.T, deny []string, servers map[string]*server.MCPSe
 			t.Errorf("pool close: %v", err)
 		}
 	})
-	v, err := p.View(t.Name(), nil, nil, deny)
+	v, err := p.View(t.Name(), jobServers, nil, deny)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,12 @@
 package agentloop_test
 
 import (
-	"context"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
-	"github.com/jetagent/jetagent/internal/llm/llmtest"
-	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 // A search_tools server filter that names no server of the job says which
@@ -21,24 +16,8 @@ import (
 func TestSearchToolsServerFilterNamesTheJobsServers(t *testing.T) {
 	t.Parallel()
 	var ts testServer
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
 	servers := map[string]*server.MCPServer{"weather-tools": newTestMCPServer(&ts, false), "other": newTestMCPServer(&ts, false)}
-	opts := []toolcache.Option{toolcache.WithLogger(slog.New(slog.DiscardHandler))}
-	for name, s := range servers {
-		opts = append(opts, toolcache.WithInProcessServer(name, s, toolcache.ServerConfig{}))
-	}
-	p, err := toolcache.NewPool(ctx, toolcache.Config{}, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	view, err := p.View(t.Name(), []string{"weather-tools"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = view.Close() })
-
+	view := inProcessJobView(t, []string{"weather-tools"}, nil, servers)
 	tests := []struct {
 		name, search string
 		want         []string
@@ -58,23 +37,8 @@ func TestSearchToolsServerFilterNamesTheJobsServers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := llmtest.NewServer(t, toolReply(call("search_tools", tc.search)), textReply("done"))
-			l := newLoop(t, s, agentloop.Config{})
-			res, err := l.Run(t.Context(), agentloop.Input{Task: "x", Mode: agentloop.ModeSearch, Tools: view})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := toolMessages(res.Messages)[0].Content
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("answer lacks %s:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.not {
-				if strings.Contains(out, w) {
-					t.Errorf("answer has %s:\n%s", w, out)
-				}
-			}
+			out := firstToolAnswer(t, agentloop.Input{Task: "x", Mode: agentloop.ModeSearch, Tools: view}, "search_tools", tc.search)
+			checkContains(t, out, tc.want, tc.not)
 		})
 	}
 }
@@ -102,13 +66,8 @@ func TestMetaToolsMisused(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := llmtest.NewServer(t, toolReply(call(tc.tool, tc.args)), textReply("done"))
-			l := newLoop(t, s, agentloop.Config{})
-			res, err := l.Run(t.Context(), agentloop.Input{Task: "x", Mode: agentloop.ModeSearch, Tools: tools})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out := toolMessages(res.Messages)[0].Content; !strings.HasPrefix(out, tc.want) {
+			out := firstToolAnswer(t, agentloop.Input{Task: "x", Mode: agentloop.ModeSearch, Tools: tools}, tc.tool, tc.args)
+			if !strings.HasPrefix(out, tc.want) {
 				t.Errorf("answer %q, want it to begin %q", out, tc.want)
 			}
 		})

@@ -54,29 +54,41 @@ func TestSearchToolsAnswers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := llmtest.NewServer(t, toolReply(call("search_tools", tc.search)), textReply("done"))
-			l := newLoop(t, s, agentloop.Config{})
-			res, err := l.Run(t.Context(), agentloop.Input{
+			out := firstToolAnswer(t, agentloop.Input{
 				Task: "x", Mode: agentloop.ModeSearch, Tools: tools,
 				ClientTools: []clienttools.Decl{{Name: "lookup_order", Description: "Look up an order's status by its number.",
 					InputSchema: json.RawMessage(`{"type":"object","properties":{"number":{"type":"string"}},"required":["number"]}`)}},
 				ClientCaller: func(context.Context, string, json.RawMessage) (string, error) { return "shipped", nil },
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := toolMessages(res.Messages)[0].Content
-			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("answer lacks %s:\n%s", w, out)
-				}
-			}
-			for _, w := range tc.not {
-				if strings.Contains(out, w) {
-					t.Errorf("answer has %s:\n%s", w, out)
-				}
-			}
+			}, "search_tools", tc.search)
+			checkContains(t, out, tc.want, tc.not)
 		})
+	}
+}
+
+// firstToolAnswer runs a job whose model calls tool with args once, then
+// answers, and returns the first tool message.
+func firstToolAnswer(t *testing.T, in agentloop.Input, tool, args string) string {
+	t.Helper()
+	s := llmtest.NewServer(t, toolReply(call(tool, args)), textReply("done"))
+	res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toolMessages(res.Messages)[0].Content
+}
+
+// checkContains fails unless out has every want and none of not.
+func checkContains(t *testing.T, out string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("answer lacks %s:\n%s", w, out)
+		}
+	}
+	for _, w := range not {
+		if strings.Contains(out, w) {
+			t.Errorf("answer has %s:\n%s", w, out)
+		}
 	}
 }
 
