@@ -124,6 +124,13 @@ func attacks() []attack {
 		{name: "Object.prototype does not add tools", code: `Object.prototype.evil = () => 1; typeof tools.evil`, want: "undefined"},
 		{name: "JSON and Promise replaced", code: `JSON.stringify = () => '{"evil":1}'; JSON.parse = () => ({evil: 1}); globalThis.Promise = function () {}; (await tools.echo({a: 1})).args`, want: `{"a":1}`, wantCalls: 1},
 		{name: "symbol-named tool", code: `typeof tools[Symbol.iterator]`, want: "undefined"},
+		{name: "tools as a string", code: `[String(tools), tools + "", ` + "`${tools}`" + `]`, want: `["[object tools]","[object tools]","[object tools]"]`},
+
+		// goja's TypeError for an object without toString or valueOf
+		// printed the Go struct: addresses and the object's own strings.
+		{name: "null-prototype object as a string", code: `String({__proto__: null, secret: "s3cr3t"})`, wantErr: "Uncaught TypeError: Cannot convert object to primitive value"},
+		{name: "null-prototype object as a number", code: `+Object.create(null)`, wantErr: "Uncaught TypeError: Cannot convert object to primitive value"},
+		{name: "conversion error printed", code: `try { "" + Object.create(null) } catch (e) { console.log(e) }; "end"`, want: "TypeError: Cannot convert object to primitive value\nend"},
 
 		// Throwing what is not an Error.
 		{name: "throw a symbol", code: `throw Symbol("s")`, wantErr: "Uncaught Symbol(s)"},
@@ -159,6 +166,12 @@ func checkAttack(t *testing.T, tt attack) {
 		}
 		if out.Text != tt.want {
 			t.Errorf("Text = %.300q, want %.300q", out.Text, tt.want)
+		}
+	}
+	// Nothing of the host's Go values reaches the model.
+	for _, leak := range []string{"&{", "*goja.", "0xc0", "/internal/codemode"} {
+		if strings.Contains(out.Text, leak) || out.Err != nil && strings.Contains(out.Err.Error(), leak) {
+			t.Errorf("the output shows %q of the host: %.300q, %v", leak, out.Text, out.Err)
 		}
 	}
 	if strings.Contains(out.Text, "went on") {

@@ -52,9 +52,10 @@ func NewCatalog(tools []Tool) *Catalog {
 		c.tools = append(c.tools, t)
 	}
 	c.ident = make([]string, len(c.tools))
-	// Names that are identifiers already keep them.
+	// Names that are identifiers already keep them, but for the names
+	// JavaScript looks up on any object by itself (implicit).
 	for i, t := range c.tools {
-		if Ident(t.Name) == t.Name {
+		if Ident(t.Name) == t.Name && !implicit[t.Name] {
 			c.ident[i] = t.Name
 			c.byID[t.Name] = i
 		}
@@ -69,6 +70,9 @@ func NewCatalog(tools []Tool) *Catalog {
 	sort.Slice(rest, func(a, b int) bool { return c.tools[rest[a]].Name < c.tools[rest[b]].Name })
 	for _, i := range rest {
 		base := Ident(c.tools[i].Name)
+		if implicit[base] {
+			base += "_"
+		}
 		id := base
 		for n := 2; ; n++ {
 			if _, taken := c.byID[id]; !taken {
@@ -104,6 +108,16 @@ func NewCatalog(tools []Tool) *Catalog {
 	return c
 }
 
+// implicit holds the names JavaScript reads on an object without the code
+// asking: await and a promise's resolution call a callable then (a tool
+// named "then" as tools.then made tools a thenable: awaiting or returning
+// tools called the tool), String() and templates call toString and
+// valueOf, JSON.stringify calls toJSON, Array's toLocaleString calls
+// toLocaleString. A tool with such a name is tools.NAME_ (declared so, and
+// its name is not a key of tools: tools.then and tools["then"] are
+// undefined).
+var implicit = map[string]bool{"then": true, "toJSON": true, "toString": true, "valueOf": true, "toLocaleString": true}
+
 // Tools returns the catalog's tools (unique names, in the order given).
 func (c *Catalog) Tools() []Tool { return append([]Tool(nil), c.tools...) }
 
@@ -132,8 +146,10 @@ func (c *Catalog) Name(ident string) (string, bool) {
 // name that is already such an identifier ("logging_getLogs"), and
 // "github-get_issue" becomes "github_get_issue". Reserved words are valid
 // (the code writes tools.delete(...)); names starting "__codemode", which
-// the sandbox reserves, get a 't' in front. Collisions between tools are
-// resolved by NewCatalog.
+// the sandbox reserves, get a 't' in front. Collisions between tools, and
+// the names JavaScript reads on any object by itself (then, toJSON,
+// toString, valueOf, toLocaleString: NAME_), are resolved by NewCatalog,
+// whose Ident method gives a tool's identifier.
 func Ident(name string) string {
 	var b strings.Builder
 	for i, r := range name {

@@ -78,6 +78,9 @@ func (c *Catalog) Declarations(names ...string) string {
 				doc += "\n"
 			}
 			doc += "Tool " + strconv.Quote(t.Name) + "."
+			if implicit[t.Name] {
+				doc = strings.TrimSuffix(doc, ".") + ": call it as tools." + c.ident[i] + " (tools." + t.Name + " is undefined, since JavaScript calls an object's " + t.Name + " by itself)."
+			}
 		}
 		methods = append(methods, method{
 			doc: jsdoc(doc, nil, "  "),

@@ -31,7 +31,10 @@
 // The code is the body of an async arrow function, so top-level await
 // works; its return value, or the value of its last expression statement,
 // is the final value. tools.x(args) is an async function (x the tool's
-// identifier; tools["name"] under its name reaches it too): it serialises
+// identifier; tools["name"] under its name reaches it too; a tool named
+// then, toJSON, toString, valueOf or toLocaleString, names JavaScript
+// reads on any object by itself, is tools.then_ and so on, never
+// tools.then, so tools is no thenable and converts to no call): it serialises
 // args (an object; one that a toJSON method turns into anything else is
 // refused with a TypeError) to JSON and calls Host.Call synchronously before
 // returning its promise, so the calls of one execution run one at a time

@@ -422,6 +422,12 @@
     try { name = e.name; message = e.message; } catch (x) { /* a throwing getter */ }
     name = text(name, "Error");
     message = text(message, "");
+    // goja's TypeError for an object that has no toString or valueOf (a
+    // null prototype) prints the Go struct behind it: addresses and the
+    // object's own strings. The model gets JavaScript's wording.
+    if (apply(strIndexOf, message, ["Could not convert &{", 0]) === 0 && apply(strSlice, message, [-13]) === " to primitive") {
+      message = "Cannot convert object to primitive value";
+    }
     return message === "" ? name : name + ": " + message;
   }
   function fmt(v, top) {
@@ -511,11 +517,14 @@
     defineProperty(tools, id, { value: f, writable: false, enumerable: true, configurable: false });
     if (name !== id) defineProperty(byName, name, { value: f, writable: false, enumerable: false, configurable: false });
   }
+  // String(tools), `${tools}`: a null-prototype object has no toString.
+  defineProperty(tools, Symbol.toPrimitive, { value: ({ [Symbol.toPrimitive]() { return "[object tools]"; } })[Symbol.toPrimitive], writable: false, enumerable: false, configurable: false });
   freeze(tools);
   // A name the job does not have says so, rather than goja's "Object has
-  // no member". Keys a runtime or JSON probes (then, toJSON, ...) and
+  // no member". Keys a runtime or JSON probes (then, toJSON, ...; a tool
+  // of such a name is tools.NAME_, see implicit in catalog.go) and
   // symbols stay undefined.
-  const probes = { then: 1, toJSON: 1, constructor: 1, valueOf: 1, toString: 1, inspect: 1 };
+  const probes = { then: 1, toJSON: 1, constructor: 1, valueOf: 1, toString: 1, toLocaleString: 1, inspect: 1 };
   const toolsView = new Proxy(tools, {
     // goja's own error for a frozen target prints the Go object.
     setPrototypeOf(t, p) {
