@@ -64,8 +64,18 @@ func (j *job) turn(ctx context.Context, round int) (turn, error) {
 	}
 	before := j.usage
 	t, err := j.ask(ctx, round)
-	if err != nil || len(t.calls) == 0 || j.in.Journal == nil {
+	if err != nil || j.in.Journal == nil {
 		return t, err
+	}
+	if len(t.calls) == 0 {
+		// The final answer is journaled too, so that an attempt killed
+		// before the job's final state was stored (a long transcript
+		// upload) does not pay for the last request again. Best effort:
+		// nothing runs on it, and the answer is still this attempt's.
+		if raw, err := json.Marshal(journaledTurn{Message: t.msg, Usage: addUsage(j.usage, before, -1), Mode: j.mode}); err == nil {
+			_ = j.in.Journal.RecordValue(ctx, turnKey(round), raw, nil)
+		}
+		return t, nil
 	}
 	intents := map[string]journal.Call{}
 	for i, c := range t.calls {

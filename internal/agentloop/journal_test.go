@@ -241,3 +241,36 @@ func TestJournalUnavailableRunsNothing(t *testing.T) {
 		t.Fatalf("write ran %d times", n)
 	}
 }
+
+// An attempt that got the final answer but died before the job's final
+// state was stored: the next attempt takes the answer, and what it cost,
+// from the journal instead of asking the model again.
+func TestJournalFinalAnswerNotAskedAgain(t *testing.T) {
+	t.Parallel()
+	fx := &effects{}
+	tools := effectsView(t, fx)
+	store := &dyingStore{}
+	s1 := llmtest.NewServer(t, toolReply(call("write", `{"arg":"a"}`)), textReply("the answer"))
+	in := agentloop.Input{JobID: "job-1", Task: "go", Tools: tools, Mode: agentloop.ModeFull}
+	in.Journal = newJournal(t, store, nil)
+	first, err := newLoop(t, s1, agentloop.Config{}).Run(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker dies here, before the final state is stored.
+	s2 := llmtest.NewServer(t, textReply("another answer"))
+	in.Journal = newJournal(t, &dyingStore{m: store.snapshot()}, store.snapshot())
+	res, err := newLoop(t, s2, agentloop.Config{}).Run(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "the answer" || len(s2.Requests()) != 0 {
+		t.Fatalf("answer %q after %d requests; want the first attempt's, not asked again", res.Answer, len(s2.Requests()))
+	}
+	if res.Usage != first.Usage || res.StopReason != first.StopReason {
+		t.Errorf("usage %+v stop %s; want the first attempt's %+v %s", res.Usage, res.StopReason, first.Usage, first.StopReason)
+	}
+	if n := fx.count("write:a"); n != 1 {
+		t.Errorf("write:a ran %d times", n)
+	}
+}
