@@ -84,20 +84,54 @@ func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMess
 		Code string `json:"code"`
 	}
 	_ = json.Unmarshal(args, &a)
-	h := &codeHost{j: j, round: round, parent: c}
+	h := &codeHost{j: j, round: round, parent: c, quiet: j.codeCompleted(c)}
 	lim := j.l.cfg.CodeLimits
 	lim.MaxOutput = codeOutputLimit(lim.MaxOutput, j.l.cfg.MaxToolOutput)
 	out := j.reg.code.Run(ctx, a.Code, h, lim)
 	h.mu.Lock()
 	c.records = h.records
 	h.mu.Unlock()
+	// Not when the job was stopped (a timeout, a cancel, the worker
+	// shutting down): the next attempt's run is the one to publish.
+	f := h.fatalErr()
+	if f == nil && !h.quiet && ctx.Err() == nil {
+		j.codeDone(ctx, c)
+	}
 	if out.Err == nil {
 		return out.Text, false
 	}
-	if f := h.fatalErr(); f != nil {
+	if f != nil {
 		c.fatal = f
 	}
 	return codeErrorText(out.Err.Error(), out.Text, j.l.cfg.MaxToolOutput), true
+}
+
+// codeDoneKey is the journal's key for "the execute_code call at key
+// completed": a value, since the script itself is not journaled (a
+// resumed attempt runs it again, its inner calls replayed from the
+// journal, to rebuild its result and records).
+func codeDoneKey(key string) string { return key + ".end" }
+
+// codeCompleted reports whether an earlier attempt completed the
+// execute_code call c: it published the call's events then, so a replay
+// publishes none (run1 and codeHost ask).
+func (j *job) codeCompleted(c *call) bool {
+	if j.in.Journal == nil || c.key == "" || c.entry == nil || c.entry.kind != kindExecuteCode {
+		return false
+	}
+	_, ok := j.in.Journal.Value(codeDoneKey(c.key))
+	return ok
+}
+
+// codeDone records that the execute_code call c completed, before run1
+// publishes its result (as a tool call's completion is stored before its
+// result is published). A marker that cannot be stored only means a
+// replay publishes the call's events again.
+func (j *job) codeDone(ctx context.Context, c *call) {
+	if j.in.Journal == nil || c.key == "" {
+		return
+	}
+	_ = j.in.Journal.RecordValue(context.WithoutCancel(ctx), codeDoneKey(c.key), json.RawMessage("true"), nil)
 }
 
 // codeOutputLimit is the Limits.MaxOutput an execution runs with: the
@@ -153,6 +187,9 @@ type codeHost struct {
 	j      *job
 	round  int
 	parent *call
+	// quiet: an earlier attempt completed the execute_code call and
+	// published its inner calls' events; this run publishes none.
+	quiet bool
 
 	mu      sync.Mutex
 	records []reflect.Record
@@ -184,14 +221,17 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 	if parent.key == "" {
 		ic.key = ""
 	}
+	emit := j.emit
+	if h.quiet {
+		emit = func(context.Context, string, int, map[string]any) {} // published by the attempt that ran it
+	}
 	if ic.invalid = e.validate(args); len(ic.invalid) > 0 {
-		j.emit(ctx, EventToolValidationFailed, h.round, map[string]any{
+		emit(ctx, EventToolValidationFailed, h.round, map[string]any{
 			"retry": 0, "call_id": id, "name": name, "tool": name, "arguments": string(args),
 			"errors": ic.invalid, "from": ToolExecuteCode, "parent_call_id": parent.tc.ID,
 		})
 		return codemode.Result{}, errors.New(strings.TrimPrefix(invalidMessage(ic), "Error: "))
 	}
-	emit := j.emit
 	if _, ok := j.journaled(ic); ok && j.in.Journal.Completed(ic.key) {
 		emit = func(context.Context, string, int, map[string]any) {} // published by the attempt that ran it
 	}

@@ -199,7 +199,7 @@ func (j *job) run1(ctx context.Context, round int, c *call) {
 	// A call an earlier attempt completed published its events then;
 	// replaying it publishes none (job.resumed counts them).
 	emit := j.emit
-	if _, ok := j.journaled(c); ok && j.in.Journal.Completed(c.key) {
+	if _, ok := j.journaled(c); ok && j.in.Journal.Completed(c.key) || j.codeCompleted(c) {
 		emit = func(context.Context, string, int, map[string]any) {}
 	}
 	emit(ctx, EventToolCall, round, map[string]any{
