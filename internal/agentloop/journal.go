@@ -95,6 +95,33 @@ func (j *job) turn(ctx context.Context, round int) (turn, error) {
 	return t, nil
 }
 
+// journaledFinalAnswer is finalAnswer (rounds ran out), taken from the
+// journal when an earlier attempt got it, and journaled (best effort)
+// when not, like a round's final answer in turn.
+func (j *job) journaledFinalAnswer(ctx context.Context, round int) (string, error) {
+	if j.in.Journal == nil {
+		return j.finalAnswer(ctx, round)
+	}
+	if raw, ok := j.in.Journal.Value(turnKey(round)); ok {
+		var jt journaledTurn
+		if err := json.Unmarshal(raw, &jt); err != nil {
+			return "", fmt.Errorf("agentloop: journaled answer of round %d: %w", round, err)
+		}
+		j.usage = addUsage(j.usage, jt.Usage, 1)
+		return jt.Message.Content, nil
+	}
+	before := j.usage
+	answer, err := j.finalAnswer(ctx, round)
+	if err != nil {
+		return "", err
+	}
+	msg := llm.Message{Role: llm.RoleAssistant, Content: answer}
+	if raw, err := json.Marshal(journaledTurn{Message: msg, Usage: addUsage(j.usage, before, -1), Mode: j.mode}); err == nil {
+		_ = j.in.Journal.RecordValue(ctx, turnKey(round), raw, nil)
+	}
+	return answer, nil
+}
+
 // emitResumed says where an attempt that continues an earlier one starts.
 func (j *job) emitResumed(ctx context.Context) {
 	var st journal.Stats

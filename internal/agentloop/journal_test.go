@@ -247,11 +247,21 @@ func TestJournalUnavailableRunsNothing(t *testing.T) {
 // from the journal instead of asking the model again.
 func TestJournalFinalAnswerNotAskedAgain(t *testing.T) {
 	t.Parallel()
+	// The answer of a round, and the one asked for when rounds ran out.
+	for _, maxRounds := range []int{0, 1} {
+		t.Run(fmt.Sprintf("max_rounds=%d", maxRounds), func(t *testing.T) {
+			t.Parallel()
+			journalFinalAnswerNotAskedAgain(t, maxRounds)
+		})
+	}
+}
+
+func journalFinalAnswerNotAskedAgain(t *testing.T, maxRounds int) {
 	fx := &effects{}
 	tools := effectsView(t, fx)
 	store := &dyingStore{}
 	s1 := llmtest.NewServer(t, toolReply(call("write", `{"arg":"a"}`)), textReply("the answer"))
-	in := agentloop.Input{JobID: "job-1", Task: "go", Tools: tools, Mode: agentloop.ModeFull}
+	in := agentloop.Input{JobID: "job-1", Task: "go", Tools: tools, Mode: agentloop.ModeFull, MaxRounds: maxRounds}
 	in.Journal = newJournal(t, store, nil)
 	first, err := newLoop(t, s1, agentloop.Config{}).Run(t.Context(), in)
 	if err != nil {

@@ -351,7 +351,7 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 	round := j.rounds + 1
 	j.messages = append(j.messages, llm.Message{Role: llm.RoleUser, Content: finalNote})
 	j.doing = fmt.Sprintf("waiting for the model's final answer (round %d, max_rounds reached)", round)
-	answer, err := j.finalAnswer(ctx, round)
+	answer, err := j.journaledFinalAnswer(ctx, round)
 	if err != nil {
 		return j.fail(ctx, err)
 	}
