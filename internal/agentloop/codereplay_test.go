@@ -11,11 +11,12 @@ import (
 
 // A worker killed in round 2, after round 1's execute_code call had
 // completed and published its events: the next attempt (from the journal
-// alone) runs round 1's script again to rebuild its result, and publishes
-// none of that call's events again (tool.call, tool.result, nor those of
-// its inner calls, one of them refused as invalid), as for a direct call
-// an earlier attempt completed. Round 2's script, which did not
-// complete, publishes its events.
+// alone) runs round 1's script again to rebuild its result (the same:
+// Date.now, new Date() and Math.random read what they read then), and
+// publishes none of that call's events again (tool.call, tool.result, nor
+// those of its inner calls, one of them refused as invalid), as for a
+// direct call an earlier attempt completed. Round 2's script, which did
+// not complete, publishes its events.
 func TestCompletedCodeCallNotPublishedAgain(t *testing.T) {
 	t.Parallel()
 	fx := &effects{}
@@ -31,7 +32,7 @@ func TestCompletedCodeCallNotPublishedAgain(t *testing.T) {
 	}
 	first := `const t = Date.now(); await tools.write({arg: "a"});
 try { await tools.write({arg: 7}) } catch (e) { console.log("invalid") }
-return (await tools.read({arg: "x"})) + " at " + t;`
+return (await tools.read({arg: "x"})) + " at " + t + " " + Math.random() + " " + new Date().toISOString();`
 	second := `await tools.write({arg: "kill"}); return "never"`
 	s1 := llmtest.NewServer(t, toolReply(codeCall(first)), toolReply(codeCall(second)))
 	var ev1 events
