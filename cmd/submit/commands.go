@@ -48,6 +48,12 @@ func (c *cli) status(id string, asJSON bool) (int, error) {
 		return 0, err
 	}
 	st, err := cl.Status(c.ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		// "job not found: X" alone: a job published by hand (nats pub)
+		// has no state until a worker takes it, and looked lost.
+		return 0, fmt.Errorf("job not found: %s has no state (check the id; a job published without submit has one "+
+			"once a worker takes it: submit watch --wait %s waits for it)", id, id)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -179,6 +185,14 @@ func (c *cli) cancel(id string, asJSON bool) (int, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, cancelWait)
 	defer cancel()
 	st, err := cl.Cancel(ctx, id)
+	if errors.Is(err, jobs.ErrNotFound) {
+		// Said as "job not found: X", the job published by hand and not
+		// yet taken (no state) looked gone, and it ran later all the same.
+		return 0, fmt.Errorf("job not found: %s has no state, so nothing to cancel (check the id). A job published without submit "+
+			"has none until a worker takes it, and nothing can cancel it before then: delete its message from %s "+
+			"(nats stream rmm %s SEQ, SEQ the sequence its publish was acknowledged with)",
+			id, cl.Names().JobsStream(), cl.Names().JobsStream())
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return exitFailed, fmt.Errorf("cancel of %s requested, but it has not stopped within %s; its worker may be gone: "+
 			"the next attempt will see the request (submit status %s)", id, cancelWait, id)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/kelseyhightower/envconfig"
 	"github.com/nats-io/nats.go"
@@ -267,13 +268,49 @@ func (c *cli) connect() (*jobs.Client, error) {
 	// What NATS reports asynchronously (a watcher that lost its server)
 	// is said once a minute in submit's voice, not as nats.go's bare
 	// lines, dozens while the server is away.
-	nc, err := c.natsCfg.Connect("jetagent-submit", nats.ErrorHandler(jobs.AsyncErrorHandler(func(err error, _ string, repeated int) {
-		more := ""
-		if repeated > 0 {
-			more = fmt.Sprintf(" (%d more times)", repeated)
-		}
-		fmt.Fprintf(c.stderr, "submit: NATS: %v%s\n", err, more)
-	})))
+	//
+	// A lost connection is said when it drops and when it is back: submit
+	// following a job said nothing while its server was away, then, half
+	// a minute on, only "nats: consumer not active" (the watch's missed
+	// heartbeats, which the outage explains; not repeated while it lasts).
+	var down struct {
+		sync.Mutex
+		since time.Time
+	}
+	nc, err := c.natsCfg.Connect("jetagent-submit",
+		nats.ErrorHandler(jobs.AsyncErrorHandler(func(err error, _ string, repeated int) {
+			down.Lock()
+			away := !down.since.IsZero()
+			down.Unlock()
+			if away && errors.Is(err, nats.ErrConsumerNotActive) {
+				return
+			}
+			more := ""
+			if repeated > 0 {
+				more = fmt.Sprintf(" (%d more times)", repeated)
+			}
+			fmt.Fprintf(c.stderr, "submit: NATS: %v%s\n", err, more)
+		})),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if nc.IsClosed() { // submit closing it
+				return
+			}
+			down.Lock()
+			down.since = time.Now()
+			down.Unlock()
+			why := ""
+			if err != nil {
+				why = fmt.Sprintf(" (%v)", err)
+			}
+			fmt.Fprintf(c.stderr, "submit: NATS connection lost%s; reconnecting (jobs go on meanwhile; Ctrl-C stops waiting)\n", why)
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			down.Lock()
+			away := time.Since(down.since)
+			down.since = time.Time{}
+			down.Unlock()
+			fmt.Fprintf(c.stderr, "submit: NATS connection restored after %s\n", away.Round(100*time.Millisecond))
+		}))
 	if err != nil {
 		if c.natsCfg.URL == "" {
 			err = fmt.Errorf("%w (is a worker with embedded NATS running? otherwise set NATS_URL)", err)

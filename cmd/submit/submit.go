@@ -423,7 +423,9 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, 
 	if !asJSON {
 		fmt.Fprintf(c.stderr, "job %s\n", id)
 	}
+	events := 0
 	st, err := cl.Watch(c.ctx, id, func(ev jobs.Event) {
+		events++
 		if asJSON {
 			_ = writeJSON(c.stdout, map[string]any{"event": fullEvent(c.ctx, cl, ev)})
 			return
@@ -450,6 +452,11 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, 
 	res, err := cl.FullResult(c.ctx, resultOf(st)) // an answer too large for the state
 	if err != nil {
 		return exitFailed, err
+	}
+	if events == 0 && !asJSON {
+		// A job that ended longer ago than the events are kept showed
+		// its answer under "job ID" and nothing else, as if it had none.
+		fmt.Fprintf(c.stderr, "(no events of job %s are left: the workers keep them for JETAGENT_EVENTS_MAX_AGE, 24h by default)\n", id)
 	}
 	if asJSON {
 		if err := writeJSON(c.stdout, map[string]any{"result": res}); err != nil {

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/jobs/jobstest"
+	"github.com/jetagent/jetagent/internal/natstest"
+)
+
+// notifyBuffer is a stderr that can be waited on for any text.
+type notifyBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newNotifyBuffer() *notifyBuffer { return &notifyBuffer{changed: make(chan struct{})} }
+
+func (b *notifyBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return n, err
+}
+
+func (b *notifyBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until text has been written, failing the test after 30 s.
+func (b *notifyBuffer) waitFor(t *testing.T, text string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		b.mu.Lock()
+		has, changed := strings.Contains(b.buf.String(), text), b.changed
+		b.mu.Unlock()
+		if has {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("no %q in stderr after 30 s; stderr:\n%s", text, b.String())
+		}
+	}
+}
+
+// runAsyncTo is runAsync with any stderr.
+func runAsyncTo(ctx context.Context, stderr *notifyBuffer, args ...string) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		var out bytes.Buffer
+		code := run(ctx, args, strings.NewReader(""), &out, stderr)
+		done <- result{code, out.String(), stderr.String()}
+	}()
+	return done
+}
+
+// TestWatchSaysWhenNATSGoesAway: a watch whose NATS server stops says that
+// the connection is lost and that it is back (it said nothing, then only
+// "nats: consumer not active"), and still follows the job to its end.
+func TestWatchSaysWhenNATSGoesAway(t *testing.T) {
+	dir, port := t.TempDir(), natstest.FreePort(t)
+	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	restart := func() { // on the first server's port and store
+		t.Helper()
+		s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: dir, Listen: listen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	}
+	s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: dir, Listen: listen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	nc, err := nats.Connect(s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	r := &echoRunner{runs: map[string]int{}}
+	jobstest.RunWorker(t, jobs.Config{Conn: nc, Runner: r, WorkerID: "outage-test", Concurrency: 2,
+		FetchWait: 200 * time.Millisecond, ShutdownGrace: time.Second})
+	t.Setenv("NATS_URL", s.ClientURL())
+
+	if res := submitCmd(t, "", "--detach", "--id", "outage-1", "block"); res.code != 0 {
+		t.Fatalf("submit: %+v", res)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := newNotifyBuffer()
+	done := runAsyncTo(ctx, stderr, "watch", "outage-1")
+	stderr.waitFor(t, "blocking") // the watch has the job's events
+
+	s.Shutdown()
+	s.WaitForShutdown()
+	stderr.waitFor(t, "submit: NATS connection lost")
+	if !strings.Contains(stderr.String(), "reconnecting") {
+		t.Errorf("the lost connection does not say submit reconnects:\n%s", stderr)
+	}
+	restart()
+	stderr.waitFor(t, "submit: NATS connection restored after ")
+
+	if res := submitCmd(t, "", "cancel", "outage-1"); res.code != 0 {
+		t.Fatalf("cancel: %+v", res)
+	}
+	select {
+	case res := <-done:
+		if res.code != 1 || !strings.Contains(res.stderr, "job outage-1 cancelled") {
+			t.Errorf("watch after the outage: %+v", res)
+		}
+		if strings.Count(res.stderr, "connection lost") != 1 || strings.Count(res.stderr, "restored") != 1 {
+			t.Errorf("the outage is said once each way:\n%s", res.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("watch did not end after the cancel; stderr:\n%s", stderr)
+	}
+}
+
+// TestNoStateSaysWhy: status and cancel of an id with no state say what
+// that means (a hand-published job has none until a worker takes it, and
+// only its message can be removed before then), not just "job not found".
+func TestNoStateSaysWhy(t *testing.T) {
+	startWorker(t)
+	res := submitCmd(t, "", "status", "nostate-1")
+	if res.code != 1 || !strings.Contains(res.stderr, "job not found: nostate-1 has no state") ||
+		!strings.Contains(res.stderr, "submit watch --wait nostate-1") {
+		t.Errorf("status: %+v", res)
+	}
+	res = submitCmd(t, "", "cancel", "nostate-1")
+	if res.code != 1 || !strings.Contains(res.stderr, "job not found: nostate-1 has no state, so nothing to cancel") ||
+		!strings.Contains(res.stderr, "nats stream rmm AGENT_JOBS SEQ") {
+		t.Errorf("cancel: %+v", res)
+	}
+}
+
+// TestWatchAfterTheEventsAreGone: watching a job whose events have expired
+// (JETAGENT_EVENTS_MAX_AGE) says so; it printed the answer under "job ID"
+// and nothing else, as if the job had had no events.
+func TestWatchAfterTheEventsAreGone(t *testing.T) {
+	nc, _ := startWorker(t)
+	if res := submitCmd(t, "", "--id", "expired-1", "echo:hi"); res.code != 0 {
+		t.Fatalf("%+v", res)
+	}
+	res := submitCmd(t, "", "watch", "expired-1")
+	if res.code != 0 || strings.Contains(res.stderr, "no events") {
+		t.Errorf("watch with the events there: %+v", res)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := natstest.Context(t)
+	events, err := js.Stream(ctx, "AGENT_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Purge(ctx, jetstream.WithPurgeSubject("agent.events.expired-1.>")); err != nil {
+		t.Fatal(err)
+	}
+	res = submitCmd(t, "", "watch", "expired-1")
+	if res.code != 0 || strings.TrimSpace(res.stdout) != "hi" ||
+		!strings.Contains(res.stderr, "no events of job expired-1 are left") {
+		t.Errorf("watch with the events gone: %+v", res)
+	}
+	if res := submitCmd(t, "", "watch", "--json", "expired-1"); strings.Contains(res.stderr, "no events") {
+		t.Errorf("--json: %+v", res)
+	}
+}
