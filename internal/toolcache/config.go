@@ -169,6 +169,11 @@ func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Config{}, fmt.Errorf("toolcache: config is not valid JSON: %w", err)
 	}
+	// encoding/json keeps the last of two equal keys: a server defined
+	// twice (two files pasted together) would run the second, silently.
+	if err := duplicateServers(data); err != nil {
+		return Config{}, err
+	}
 	if raw.MCPServers == nil && raw.Servers == nil {
 		return Config{}, fmt.Errorf("toolcache: config has neither \"mcpServers\" nor \"servers\"")
 	}
@@ -198,9 +203,67 @@ func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config
 	return cfg, nil
 }
 
+// duplicateServers refuses a server name given twice in "mcpServers" (or
+// "servers") of the configuration data, which is valid JSON.
+func duplicateServers(data []byte) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return nil
+	}
+	for _, key := range []string{"mcpServers", "servers"} {
+		obj, ok := top[key]
+		if !ok {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(obj))
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			continue // the decoder of the entries says what is wrong
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return nil
+			}
+			name, _ := t.(string)
+			if seen[name] {
+				return fmt.Errorf("toolcache: server %q: defined twice in %q (the second would replace the first)", name, key)
+			}
+			seen[name] = true
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// checkServerNames refuses an empty server name, and two names that differ
+// only in case ("Files" and "files"): jobs, tool prefixes, metrics and logs
+// tell servers apart by name, and such a pair is a mistake (two clients'
+// files merged), not two servers meant to be told apart by a capital.
+func checkServerNames(names []string) error {
+	folded := map[string]string{}
+	for _, name := range names {
+		if strings.TrimSpace(name) == "" {
+			return fmt.Errorf("toolcache: server %q: a server needs a name (jobs choose servers by name)", name)
+		}
+		k := strings.ToLower(name)
+		if other, ok := folded[k]; ok {
+			return fmt.Errorf("toolcache: servers %q and %q: names that differ only in case; rename or remove one", other, name)
+		}
+		folded[k] = name
+	}
+	return nil
+}
+
 // Validate checks every server and fills in inferred values (Type). Errors
 // name the server and the field.
 func (c *Config) Validate() error {
+	if err := checkServerNames(sortedKeys(c.Servers)); err != nil {
+		return err
+	}
 	for _, name := range sortedKeys(c.Servers) {
 		sc := c.Servers[name]
 		if err := sc.validate(); err != nil {
@@ -251,6 +314,9 @@ func (sc *ServerConfig) validate() error {
 	if typ != TypeStdio && (len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "") {
 		return fmt.Errorf("args, env, cwd: only for stdio servers")
 	}
+	if err := checkEnvAndHeaders(sc.Env, sc.Headers); err != nil {
+		return err
+	}
 	sc.Type = typ
 	switch { // in any case, as type is
 	case sc.SessionMode == "", strings.EqualFold(sc.SessionMode, SessionShared):
@@ -294,6 +360,49 @@ func (sc *ServerConfig) validate() error {
 		return fmt.Errorf("protocol: %s is not spoken over sse (the 2024-11-05 transport); use type http", sc.Protocol)
 	}
 	return nil
+}
+
+// checkEnvAndHeaders refuses what would fail every start or request of
+// the server, or change its meaning, instead of at the first one (and at
+// every reconnection after it): a variable name with "=" ("A=B": "x" sets
+// A to "B=x") or NUL, a NUL in a value (exec refuses it), a header name
+// that is no HTTP token, a header value with a line break or NUL (a
+// secret read from a file with its newline; net/http refuses it). Values
+// are never quoted: they may be secrets.
+func checkEnvAndHeaders(env, headers map[string]string) error {
+	for _, k := range sortedKeys(env) {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			return fmt.Errorf("env: %q is not a variable name (no \"=\", no NUL, not empty)", k)
+		case strings.ContainsRune(env[k], 0):
+			return fmt.Errorf("env.%s: the value holds a NUL byte, which no process environment can carry", k)
+		}
+	}
+	for _, k := range sortedKeys(headers) {
+		if !validHeaderName(k) {
+			return fmt.Errorf("headers: %q is not an HTTP header name", k)
+		}
+		if i := strings.IndexAny(headers[k], "\r\n\x00"); i >= 0 {
+			return fmt.Errorf("headers.%s: the value holds a line break or NUL at byte %d of %d (a variable read from a file with its newline?); HTTP refuses it", k, i, len(headers[k]))
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether k is an HTTP token (RFC 9110 5.1).
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range []byte(k) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func checkGlobs(field string, globs []string) error {

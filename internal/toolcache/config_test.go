@@ -97,6 +97,18 @@ func TestParseConfig(t *testing.T) {
 		{name: "unset variable", in: `{"mcpServers": {"x": {"url": "http://a", "headers": {"Authorization": "Bearer ${NOPE}"}}}}`, err: `server "x": headers.Authorization: environment variable NOPE is not set`},
 		{name: "modern protocol pinned", in: `{"mcpServers": {"x": {"command": "a", "protocolVersion": "2026-07-28"}}}`, err: `server "x": protocolVersion: "2026-07-28"`},
 		{name: "same name twice", in: `{"mcpServers": {"x": {"command": "a"}}, "servers": {"x": {"command": "b"}}}`, err: `server "x": defined in both`},
+		// encoding/json keeps the last of two equal keys: the first server would be dropped silently.
+		{name: "same name twice in one object", in: `{"mcpServers": {"x": {"command": "a"}, "y": {"command": "c"}, "x": {"command": "b"}}}`, err: `server "x": defined twice in "mcpServers"`},
+		{name: "names differing only in case", in: `{"mcpServers": {"Files": {"command": "a"}, "files": {"command": "b"}}}`, err: `servers "Files" and "files": names that differ only in case`},
+		{name: "case clash across objects", in: `{"mcpServers": {"GH": {"command": "a"}}, "servers": {"gh": {"command": "b"}}}`, err: `servers "GH" and "gh"`},
+		{name: "empty server name", in: `{"mcpServers": {"": {"command": "a"}}}`, err: `server "": a server needs a name`},
+		// "A=B": "x" would set A to "B=x" in the child.
+		{name: "env name with =", in: `{"mcpServers": {"x": {"command": "a", "env": {"A=B": "x"}}}}`, err: `server "x": env: "A=B" is not a variable name`},
+		{name: "env value with NUL", in: `{"mcpServers": {"x": {"command": "a", "env": {"T": "${GH_TOKEN}\u0000"}}}}`, err: `server "x": env.T: the value holds a NUL byte`},
+		{name: "env value with newline is fine", in: `{"mcpServers": {"x": {"command": "a", "env": {"T": "a\nb"}}}}`,
+			want: map[string]ServerConfig{"x": {Command: "a", Env: map[string]string{"T": "a\nb"}, Type: TypeStdio, SessionMode: SessionShared}}},
+		{name: "header value with newline", in: `{"mcpServers": {"x": {"url": "http://a", "headers": {"Authorization": "Bearer ${GH_TOKEN}\nX-Evil: 1"}}}}`, err: `server "x": headers.Authorization: the value holds a line break or NUL at byte 13 of 23`},
+		{name: "header name not a token", in: `{"mcpServers": {"x": {"url": "http://a", "headers": {"Bad Name": "v"}}}}`, err: `server "x": headers: "Bad Name" is not an HTTP header name`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,6 +117,9 @@ func TestParseConfig(t *testing.T) {
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.err)
+				}
+				if strings.Contains(err.Error(), env["GH_TOKEN"]) {
+					t.Errorf("err = %v: shows the secret", err)
 				}
 				return
 			}
