@@ -94,21 +94,33 @@
 // that runs was checked), and guards the built-ins whose work is not
 // bounded by the memory already in use, with caps derived from MaxMemory
 // (strings of MaxMemory/2 characters, MaxMemory/64 array elements,
-// MaxMemory/256 keys from a string): repeat, padStart/padEnd,
-// replace/replaceAll and split on strings, global RegExp match, replace
+// MaxMemory/256 keys from a string or an array): repeat, padStart/padEnd,
+// concat, replace/replaceAll and split on strings, normalize (up to 18
+// times longer: refused over MaxMemory/36 characters unless ASCII),
+// encodeURI, encodeURIComponent and escape (applied piece by piece, the
+// result at most the string cap), global RegExp match, replace
 // and split, every Array.prototype method (over the receiver's length;
 // join, toLocaleString, concat and flat over their result), Array.from,
 // String.raw, apply and Reflect.apply/construct (at most 131072
 // arguments), Object.keys/values/entries/assign and object spread and
-// for-in of a string (the code is rewritten to pass the operand through a
-// guard), and JSON.parse and JSON.stringify (at most 1000 levels; the
-// latter runs through a replacer, so it can be interrupted). Built-in
+// for-in of a string or an array (the code is rewritten to pass the
+// operand through a guard), and JSON.parse and JSON.stringify (at most
+// 1000 levels; parse at most MaxMemory/64 values and MaxMemory/256 arrays
+// and objects; stringify runs through a replacer, so it can be
+// interrupted, and refuses a string over a sixth of the string cap that
+// has characters to escape). Built-in
 // iterators step through JavaScript, so a spread or Array.from over a
 // long sequence can be interrupted too. Deep native recursion that could
 // exhaust the Go stack (and kill the process, which no recover stops)
 // goes through those guards or the call-stack limit.
 //
-// What remains: a native built-in that runs long without allocating
+// What remains: toUpperCase and toLowerCase can make a string up to three
+// times longer in one step (within the overshoot above). goja's TypeError
+// for an object with no usable toString or valueOf formats the Go object
+// (%v) with the object's own string values: the message is replaced for
+// the model, but making it is one native step as large as those values,
+// shared ones counted each time; only a change in goja can bound it. A
+// native built-in that runs long without allocating
 // ignores the interrupt. Run then waits a grace period (2 s), closes the
 // Host off and returns with the limit's error; the abandoned runtime keeps
 // a CPU until the built-in returns, and then stops at its next

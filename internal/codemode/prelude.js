@@ -22,12 +22,13 @@
   const arrayFrom = A.from, arrayJoin = A.prototype.join, arrayPush = A.prototype.push;
   const arraySlice = A.prototype.slice;
   const strIndexOf = S.prototype.indexOf, strSlice = S.prototype.slice, strValueOf = S.prototype.valueOf;
+  const strCharCodeAt = S.prototype.charCodeAt;
   const floor = Math.floor;
   const symIterator = Symbol.iterator, symReplace = Symbol.replace, symSplit = Symbol.split, symMatch = Symbol.match;
 
   const MAX_STR = h.maxStr, MAX_ELEMS = h.maxElems, MAX_KEYS = h.maxKeys;
   const MAX_DEPTH = h.maxDepth, MAX_ARGS = h.maxArgs, MAX_FLAT = 100, MAX_OUT = h.maxOutput;
-  const jsonDepth = h.jsonDepth, emit = h.emit, hostCall = h.call;
+  const jsonDepth = h.jsonDepth, jsonSize = h.jsonSize, scan = h.scan, emit = h.emit, hostCall = h.call;
 
   function refuse(what, n, max, unit) {
     throw new RangeErrorC(what + ": " + n + " " + unit + " is over the code-mode limit of " + max);
@@ -70,9 +71,14 @@
     }
     return 0;
   }
+  // checkKeys refuses a string or an array with more than MAX_KEYS keys:
+  // one property (Object.keys: a string each; entries: an array each) per
+  // character or element, made in one native step (Object.entries of an
+  // array of 4 million elements allocated 3.4 GB in 11 s).
   function checkKeys(what, v) {
     const n = strLen(v);
     if (n > MAX_KEYS) refuse(what + " of a string", n, MAX_KEYS, "characters");
+    if (isArray(v) && lengthOf(v) > MAX_KEYS) refuse(what + " of an array", lengthOf(v), MAX_KEYS, "elements");
     return v;
   }
 
@@ -267,6 +273,54 @@
     }
     return apply(orig, s, [separator, limit]);
   } }).split);
+  replace(SP, "concat", (orig) => ({ concat(...args) {
+    const s = thisString(this, "String.prototype.concat");
+    const strs = [];
+    let n = s.length;
+    for (let i = 0; i < args.length; i++) {
+      const a = `${args[i]}`;
+      n += a.length;
+      apply(arrayPush, strs, [a]);
+    }
+    checkChars("String.prototype.concat", n);
+    return apply(orig, s, strs);
+  } }).concat);
+  // normalize can make a string up to 18 times longer (NFKD of U+FDFA)
+  // in one step; a string of ASCII only stays as it is.
+  replace(SP, "normalize", (orig) => ({ normalize(form) {
+    const s = thisString(this, "String.prototype.normalize");
+    const f = form === undefined ? "NFC" : `${form}`;
+    const grow = f === "NFKC" || f === "NFKD" ? 18 : 4;
+    if (s.length * grow > MAX_STR && scan(s, false)) {
+      refuse("String.prototype.normalize (" + f + " can make a string " + grow + " times longer)", s.length, floor(MAX_STR / grow), "characters");
+    }
+    return apply(orig, s, [f]);
+  } }).normalize);
+  // encodeURI, encodeURIComponent and escape make up to 9 (6) characters
+  // of each: a long string is encoded piece by piece (never splitting a
+  // surrogate pair), so the result is bounded and the work interruptible.
+  const PIECE = 1 << 16;
+  for (const [key, grow] of [["encodeURIComponent", 9], ["encodeURI", 9], ["escape", 6]]) {
+    replace(G, key, (orig) => ({ m(v) {
+      const s = `${v}`;
+      if (s.length * grow <= MAX_STR) return apply(orig, undefined, [s]);
+      const parts = [];
+      let total = 0;
+      for (let i = 0; i < s.length;) {
+        let j = i + PIECE;
+        if (j < s.length) {
+          const c = apply(strCharCodeAt, s, [j - 1]);
+          if (c >= 0xd800 && c <= 0xdbff) j++;
+        }
+        const p = apply(orig, undefined, [apply(strSlice, s, [i, j])]);
+        total += p.length;
+        if (total > MAX_STR) refuse(key + ": the result", "more than " + MAX_STR, MAX_STR, "characters");
+        apply(arrayPush, parts, [p]);
+        i = j;
+      }
+      return apply(arrayJoin, parts, [""]);
+    } }).m);
+  }
   replace(S, "raw", (orig) => ({ raw(template, ...subs) {
     if (template !== null && template !== undefined) {
       const raw = template.raw;
@@ -363,6 +417,15 @@
 
   // JSON: nesting up to MAX_DEPTH levels, and stringify goes through a
   // replacer so a large or shared structure can be interrupted.
+  // A string is written with each control character, quote, backslash
+  // or lone surrogate as up to 6 characters, in one native step: a long
+  // string with any of them is refused.
+  const MAX_ESC = floor(MAX_STR / 6);
+  function checkEscapes(v) {
+    if (v.length > MAX_ESC && scan(v, true)) {
+      refuse("JSON.stringify: a string with characters to escape (control characters, quotes, backslashes, surrogates)", v.length, MAX_ESC, "characters");
+    }
+  }
   function stringify(value, replacer, space) {
     const depth = new WeakMapC();
     const userFn = typeof replacer === "function" ? replacer : undefined;
@@ -381,6 +444,8 @@
     }
     function replacerFn(key, v) {
       if (userFn !== undefined) v = apply(userFn, this, [key, v]);
+      if (typeof v === "string") checkEscapes(v);
+      if (key.length > MAX_ESC) checkEscapes(key);
       if (typeof v === "object" && v !== null) {
         let d = 1;
         if (typeof this === "object" && this !== null) {
@@ -405,6 +470,13 @@
   function parse(text, reviver) {
     const t = `${text}`;
     if (jsonDepth(t) > MAX_DEPTH) throw new RangeErrorC("JSON.parse: text nested deeper than " + MAX_DEPTH + " levels");
+    // Parsed in one native step: a number costs about 200 bytes, an array
+    // or object 600 (a text of 128 million characters was gigabytes).
+    if (t.length > MAX_KEYS) {
+      const n = jsonSize(t);
+      if (n[0] > MAX_KEYS) refuse("JSON.parse: the text", n[0], MAX_KEYS, "arrays and objects");
+      if (n[1] > MAX_ELEMS) refuse("JSON.parse: the text", n[1], MAX_ELEMS, "values");
+    }
     return reviver === undefined ? apply(jsonParse, undefined, [t]) : apply(jsonParse, undefined, [t, reviver]);
   }
   def(JSON, "stringify", ({ stringify(value, replacer, space) { return stringify(value, replacer, space); } }).stringify);

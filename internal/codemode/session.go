@@ -284,6 +284,13 @@ func (s *session) setup() error {
 		"jsonDepth": func(c goja.FunctionCall) goja.Value {
 			return vm.ToValue(jsonDepth(c.Argument(0).String(), maxJSONDepth))
 		},
+		"scan": func(c goja.FunctionCall) goja.Value {
+			return vm.ToValue(scanString(c.Argument(0), c.Argument(1).ToBoolean()))
+		},
+		"jsonSize": func(c goja.FunctionCall) goja.Value {
+			containers, values := jsonSize(c.Argument(0).String())
+			return vm.NewArray(containers, values)
+		},
 		"full": func(goja.FunctionCall) goja.Value {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -573,4 +580,56 @@ func jsonDepth(s string, limit int) int {
 		}
 	}
 	return max
+}
+
+// jsonSize counts the arrays and objects of a JSON text and (about) its
+// values: one more than its commas outside strings. JSON.parse builds
+// them in one native step, so the prelude refuses a text that would build
+// more than the guards allow.
+func jsonSize(s string) (containers, values int) {
+	values = 1
+	inStr := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inStr {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '[', '{':
+			containers++
+		case ',':
+			values++
+		}
+	}
+	return containers, values
+}
+
+// scanString reports whether the string v has a character that is not
+// ASCII, or with escapes one that JSON.stringify writes as an escape
+// (a control character, '"', '\\', a surrogate). A RegExp took over 3 s
+// for 100 million characters; this reads them in place.
+func scanString(v goja.Value, escapes bool) bool {
+	s, ok := v.(goja.String)
+	if !ok {
+		return true
+	}
+	for i, n := 0, s.Length(); i < n; i++ {
+		c := s.CharAt(i)
+		if escapes {
+			if c < 0x20 || c == '"' || c == '\\' || c >= 0xd800 && c <= 0xdfff {
+				return true
+			}
+		} else if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }
