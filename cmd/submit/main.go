@@ -312,7 +312,12 @@ func (c *cli) connect() (*jobs.Client, error) {
 			fmt.Fprintf(c.stderr, "submit: NATS connection restored after %s\n", away.Round(100*time.Millisecond))
 		}))
 	if err != nil {
-		if c.natsCfg.URL == "" {
+		switch {
+		case errors.Is(err, nats.ErrAuthorization):
+			// "nats: Authorization Violation" alone did not say which
+			// variables submit sends credentials from.
+			err = fmt.Errorf("%w (%s)", err, c.authHint())
+		case c.natsCfg.URL == "":
 			err = fmt.Errorf("%w (is a worker with embedded NATS running? otherwise set NATS_URL)", err)
 		}
 		return nil, err
@@ -324,6 +329,24 @@ func (c *cli) connect() (*jobs.Client, error) {
 	}
 	c.client = cl
 	return cl, nil
+}
+
+// authHint says what submit presented to a server that refused it.
+func (c *cli) authHint() string {
+	var set []string
+	for _, v := range []struct{ name, value string }{
+		{"NATS_USER", c.natsCfg.User}, {"NATS_PASSWORD", c.natsCfg.Password}, {"NATS_TOKEN", c.natsCfg.Token},
+		{"NATS_CREDS", c.natsCfg.Creds}, {"NATS_CERT", c.natsCfg.Cert},
+	} {
+		if v.value != "" {
+			set = append(set, v.name)
+		}
+	}
+	if len(set) == 0 {
+		return "the server wants credentials and none are set: give submit the ones the worker's server takes, " +
+			"NATS_USER and NATS_PASSWORD, NATS_TOKEN, NATS_CREDS or NATS_CERT and NATS_KEY"
+	}
+	return "the server refused the credentials of " + strings.Join(set, ", ")
 }
 
 // longHelp is the help's description of the command line; the flags and

@@ -184,3 +184,33 @@ func TestWatchAfterTheEventsAreGone(t *testing.T) {
 		t.Errorf("--json: %+v", res)
 	}
 }
+
+// TestAuthorizationViolationSaysWhich: a server refusing submit's
+// connection is answered with what submit presented (nothing, or which
+// variables), not "nats: Authorization Violation" alone; never a secret.
+func TestAuthorizationViolationSaysWhich(t *testing.T) {
+	s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0", User: "u", Password: "right-password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	t.Setenv("NATS_URL", s.ClientURL())
+	t.Setenv("NATS_USER", "")
+	t.Setenv("NATS_PASSWORD", "")
+	res := submitCmd(t, "", "status", "auth-1")
+	if res.code != 1 || !strings.Contains(res.stderr, "Authorization Violation") ||
+		!strings.Contains(res.stderr, "the server wants credentials and none are set") {
+		t.Errorf("no credentials: %+v", res)
+	}
+	t.Setenv("NATS_USER", "u")
+	t.Setenv("NATS_PASSWORD", "wrong-password")
+	res = submitCmd(t, "", "status", "auth-1")
+	if res.code != 1 || !strings.Contains(res.stderr, "the server refused the credentials of NATS_USER, NATS_PASSWORD") ||
+		strings.Contains(res.stderr, "wrong-password") {
+		t.Errorf("wrong password: %+v", res)
+	}
+	t.Setenv("NATS_PASSWORD", "right-password")
+	if res := submitCmd(t, "", "status", "auth-1"); strings.Contains(res.stderr, "Authorization") {
+		t.Errorf("right password: %+v", res)
+	}
+}
