@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -299,7 +300,101 @@ func (s *session) listen(log *slog.Logger) {
 //
 // Its responses are bounded (see boundedTransport).
 func newHTTPClient(tooLarge *atomic.Bool) *http.Client {
-	return &http.Client{Transport: boundedTransport{http.DefaultTransport.(*http.Transport).Clone(), tooLarge}}
+	return &http.Client{Transport: retryAfterTransport{boundedTransport{http.DefaultTransport.(*http.Transport).Clone(), tooLarge}}}
+}
+
+// Bounds on honouring a server's Retry-After (see retryAfterTransport).
+const (
+	// maxRetryAfter is the longest Retry-After waited for.
+	maxRetryAfter = 30 * time.Second
+	// retryAfterAttempts bounds the requests sent for one (the first and
+	// its resends).
+	retryAfterAttempts = 3
+)
+
+// retryAfterTransport resends a request the server refused with 503
+// (Service Unavailable) or 429 (Too Many Requests) and a Retry-After, once
+// that time has passed: both say the request was not processed, and mcp-go
+// gives such a refusal to the model as the call's failure at once. It
+// waits only while the request's context (a call's callTimeout) leaves
+// room and for at most maxRetryAfter, and sends a request at most
+// retryAfterAttempts times. A refusal it does not wait for keeps its
+// error, with what the server asked ("the server asked to retry after
+// 2m0s") added to the body mcp-go quotes.
+type retryAfterTransport struct{ base http.RoundTripper }
+
+func (t retryAfterTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := t.base.RoundTrip(r)
+		if err != nil || (resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusTooManyRequests) {
+			return resp, err
+		}
+		d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if !ok {
+			return resp, nil
+		}
+		why := ""
+		deadline, hasDeadline := r.Context().Deadline()
+		switch {
+		case attempt >= retryAfterAttempts:
+			why = fmt.Sprintf("sent %d times", attempt)
+		case d > maxRetryAfter:
+			why = fmt.Sprintf("longer than the %s waited for", maxRetryAfter)
+		case hasDeadline && time.Until(deadline) <= d:
+			why = "beyond the call's deadline"
+		case r.Body != nil && r.Body != http.NoBody && r.GetBody == nil:
+			why = "the request cannot be sent again"
+		}
+		if why != "" {
+			msg, _ := io.ReadAll(resp.Body) // bounded: an error body
+			_ = resp.Body.Close()
+			msg = fmt.Appendf(bytes.TrimSpace(msg), " (the server asked to retry after %s; not retried: %s)", d, why)
+			resp.Body = io.NopCloser(bytes.NewReader(msg))
+			resp.ContentLength = int64(len(msg))
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, resp.Body) // bounded: an error body
+		_ = resp.Body.Close()
+		timer := time.NewTimer(d)
+		select {
+		case <-r.Context().Done():
+			timer.Stop()
+			return nil, r.Context().Err()
+		case <-timer.C:
+		}
+		next := r.Clone(r.Context())
+		if r.GetBody != nil {
+			body, err := r.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			next.Body = body
+		}
+		r = next
+	}
+}
+
+// retryAfter reads a Retry-After value: seconds, or an HTTP date (a date
+// already past is 0).
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		if secs > int64(24*time.Hour/time.Second) {
+			secs = int64(24 * time.Hour / time.Second)
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	when, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(when.Sub(now), 0).Round(time.Second), true
 }
 
 // Bounds on what an HTTP server can make the pool hold in memory: mcp-go
