@@ -104,6 +104,26 @@ func attacks() []attack {
 		{name: "JSON.stringify of a key to escape", code: `JSON.stringify({["\n".repeat(1e5)]: 1})`, lim: small, wantErr: "RangeError: JSON.stringify: a string with characters to escape"},
 		{name: "JSON.stringify of a long plain string", code: `JSON.stringify("x".repeat(1e5)).length`, lim: small, want: "100002"},
 		{name: "Object.entries of a long array", code: `Object.entries(new Array(5000).fill(0))`, lim: small, wantErr: "RangeError: Object.entries of an array: 5000 elements"},
+		// A guard read a length, count or separator, and the built-in read
+		// it again: a getter or valueOf answering 1, then 1e5 (or 1e9 at
+		// the default limits: a fatal allocation) went past the guard.
+		{name: "fill of an array-like whose length changes", code: `let n = 0; const o = {get length() { return n++ ? 1e5 : 1 }}; Array.prototype.fill.call(o, 0); Object.keys(o).length`, lim: small, want: "2"},
+		{name: "slice of an array-like whose length changes", code: `let n = 0; const o = {get length() { return n++ ? 1e5 : 1 }}; Array.prototype.slice.call(o).length`, lim: small, want: "1"},
+		{name: "Array.from of an array-like whose length changes", code: `let n = 0; Array.from({get length() { return n++ ? 1e5 : 1 }}).length`, lim: small, want: "1"},
+		{name: "apply of an array-like whose length changes", code: `const mk = () => { let n = 0; return {0: 7, get length() { return n++ ? 1e6 : 1 }} }; [Math.max.apply(null, mk()), Reflect.apply(Math.max, null, mk()), Reflect.construct(Array, mk()).length]`, lim: small, want: "[7,7,7]"},
+		{name: "a Proxy's length trap", code: `let n = 0; const p = new Proxy([], {get(t, k) { return k === "length" ? (n++ ? 1e5 : 1) : t[k] }}); Array.prototype.fill.call(p, 0); [p[0], 1 in p]`, lim: small, want: "[0,false]"},
+		{name: "Reflect.apply with a huge argument list", code: `Reflect.apply(Math.max, null, new Array(1e7))`, wantErr: "RangeError: Reflect.apply: 10000000 arguments is over the code-mode limit"},
+		{name: "Reflect.construct with a huge argument list", code: `Reflect.construct(Array, new Array(1e7))`, wantErr: "RangeError: Reflect.construct: 10000000 arguments is over the code-mode limit"},
+		{name: "Reflect.apply and construct still work", code: `[Reflect.apply(Math.max, null, [1, 3]), Reflect.apply(function () { return this.x }, {x: 5}, []), Reflect.construct(Date, [0]).getTime(), Reflect.construct(function () { this.t = new.target === Object }, [], Object).t]`, want: "[3,5,0,true]"},
+		{name: "String.raw whose raw changes", code: `let n = 0; String.raw({get raw() { return n++ ? {length: 1e5} : ["a", "b"] }}, "-")`, lim: small, want: "a-b"},
+		{name: "repeat count read twice", code: `let n = 0; "x".repeat({valueOf() { return n++ ? 1e6 : 1 }}).length`, lim: small, want: "1"},
+		{name: "padStart length read twice", code: `let n = 0; "x".padEnd({valueOf() { return n++ ? 1e6 : 2 }}).length`, lim: small, want: "2"},
+		{name: "split separator read twice", code: `let n = 0; "x".repeat(1e5).split({toString() { return n++ ? "" : "y" }}).length`, lim: small, want: "1"},
+		{name: "Symbol.split read twice", code: `let n = 0; const sp = {get [Symbol.split]() { return n++ ? undefined : () => ["mine"] }, toString() { return "" }}; "x".repeat(1e5).split(sp)`, lim: small, want: `["mine"]`},
+		{name: "Symbol.replace read twice", code: `let n = 0; const rp = {get [Symbol.replace]() { return n++ ? undefined : () => "mine" }, toString() { return "x" }}; "x".repeat(1e5).replaceAll(rp, "$` + "`" + `")`, lim: small, want: "mine"},
+		{name: "the guarded built-ins still work", code: `["a-b-c".split("-", 2), "a-b".split(), "a1b2".split(/\d/), "aXbX".replace("X", "$&$&"), "aXbX".replace(/x/gi, "-"), "aXbX".replaceAll(/X/g, () => "z"), Array.prototype.map.call({length: 2, 0: "a", 1: "b"}, x => x + x), Reflect.construct(Date, [0]).getTime(), String.raw` + "`a${1}b`" + `, Array.prototype.push.call({length: 1}, 9), new Proxy([1, 2], {}).map(x => x * 2), (function () { return Array.prototype.slice.call(arguments, 1) })(1, 2, 3), "x".padStart(3, "ab"), "ab".repeat(2)]`,
+			want: `[["a","b"],["a-b"],["a","b",""],"aXXbX","a-b-","azbz",["aa","bb"],0,"a1b",2,[2,4],[2,3],"abx","abab"]`},
+		{name: "replaceAll with a non-global RegExp", code: `"ab".replaceAll(/a/, "x")`, wantErr: "TypeError: replaceAll must be called with a global RegExp"},
 		{name: "spreading a long array into an object", code: `({...new Array(5000).fill(0)})`, lim: small, wantErr: "RangeError: spreading or enumerating the keys of an array"},
 
 		// Time: the interrupt reaches loops, microtasks and async recursion.

@@ -108,7 +108,10 @@
 // 1000 levels; parse at most MaxMemory/64 values and MaxMemory/256 arrays
 // and objects; stringify runs through a replacer, so it can be
 // interrupted, and refuses a string over a sixth of the string cap that
-// has characters to escape). Built-in
+// has characters to escape). A guard reads what it checks once and hands
+// the built-in that (the number, the string, or an array-like through a
+// Proxy pinning the length it checked), so a getter or valueOf cannot
+// answer the guard one thing and the built-in another. Built-in
 // iterators step through JavaScript, so a spread or Array.from over a
 // long sequence can be interrupted too. Deep native recursion that could
 // exhaust the Go stack (and kill the process, which no recover stops)

@@ -23,6 +23,7 @@
   const arraySlice = A.prototype.slice;
   const strIndexOf = S.prototype.indexOf, strSlice = S.prototype.slice, strValueOf = S.prototype.valueOf;
   const strCharCodeAt = S.prototype.charCodeAt;
+  const ProxyC = Proxy, RegExpC = RegExp, reflectGet = Reflect.get, plainArray = h.plainArray;
   const floor = Math.floor;
   const symIterator = Symbol.iterator, symReplace = Symbol.replace, symSplit = Symbol.split, symMatch = Symbol.match;
 
@@ -56,6 +57,15 @@
   }
   function lengthOf(o) {
     return o === null || o === undefined ? 0 : toLength(o.length);
+  }
+  // pinned is o with its length read as len, the length a guard checked:
+  // an array-like's length getter (or a Proxy's trap) could answer 1 to
+  // the guard and 1e9 to the built-in (Array.prototype.fill.call({get
+  // length() {...}}, 0) set 1e9 properties in one step). An Array's length
+  // is a data property, so an Array (not a Proxy of one) is passed as is.
+  function pinned(o, len) {
+    if (o === null || typeof o !== "object" && typeof o !== "function" || plainArray(o)) return o;
+    return new ProxyC(o, { get(t, k) { return k === "length" ? len : apply(reflectGet, undefined, [t, k]); } });
   }
   function checkElems(what, n) {
     if (n > MAX_ELEMS) refuse(what, n, MAX_ELEMS, "elements");
@@ -175,27 +185,44 @@
     if (typeof d.value !== "function") continue;
     const what = "Array.prototype." + (typeof key === "symbol" ? "[" + key.description + "]" : key);
     replace(AP, key, (orig) => ({ m(...args) {
-      checkElems(what, lengthOf(this));
-      return apply(orig, this, args);
+      const n = lengthOf(this);
+      checkElems(what, n);
+      return apply(orig, pinned(this, n), args);
     } }).m);
   }
-  replace(A, "from", (orig) => ({ from(items, ...rest) {
+  replace(A, "from", (orig) => ({ from(items, mapFn, thisArg) {
+    let it = items;
     if (items !== null && items !== undefined && items[symIterator] === undefined) {
-      checkElems("Array.from", lengthOf(items));
+      const n = lengthOf(items);
+      checkElems("Array.from", n);
+      it = pinned(items, n);
     }
-    return apply(orig, this, [items, ...rest]);
+    return apply(orig, this, [it, mapFn, thisArg]);
   } }).from);
 
   // Calls with an argument list: at most MAX_ARGS arguments.
   const FP = getPrototypeOf(function () {});
   replace(FP, "apply", (orig) => ({ apply(thisArg, args) {
-    if (args !== null && args !== undefined && lengthOf(args) > MAX_ARGS) refuse("Function.prototype.apply", lengthOf(args), MAX_ARGS, "arguments");
-    return apply(orig, this, [thisArg, args]);
+    let a = args;
+    if (args !== null && args !== undefined) {
+      const n = lengthOf(args);
+      if (n > MAX_ARGS) refuse("Function.prototype.apply", n, MAX_ARGS, "arguments");
+      a = pinned(args, n);
+    }
+    return apply(orig, this, [thisArg, a]);
   } }).apply);
-  for (const key of ["apply", "construct"]) {
-    replace(Reflect, key, (orig) => ({ m(target, args, ...rest) {
-      if (args !== null && args !== undefined && lengthOf(args) > MAX_ARGS) refuse("Reflect." + key, lengthOf(args), MAX_ARGS, "arguments");
-      return apply(orig, this, [target, args, ...rest]);
+  // Reflect.apply(target, thisArg, args), Reflect.construct(target, args,
+  // newTarget): the guard read thisArg as Reflect.apply's list, so
+  // Reflect.apply(Math.max, null, new Array(1e7)) was not bounded.
+  for (const [key, at] of [["apply", 2], ["construct", 1]]) {
+    replace(Reflect, key, (orig) => ({ m(...all) {
+      const args = all[at];
+      if (args !== null && args !== undefined) {
+        const n = lengthOf(args);
+        if (n > MAX_ARGS) refuse("Reflect." + key, n, MAX_ARGS, "arguments");
+        all[at] = pinned(args, n);
+      }
+      return apply(orig, this, all);
     } }).m);
   }
 
@@ -207,16 +234,18 @@
   }
   replace(SP, "repeat", (orig) => ({ repeat(count) {
     const s = thisString(this, "String.prototype.repeat");
+    // The number checked is the number used: a valueOf answering 1 to
+    // the guard and 1e9 to the built-in is read once.
     const n = +count;
     if (n > 0 && s.length > 0 && s.length * n > MAX_STR) checkChars("String.prototype.repeat", s.length * n);
-    return apply(orig, s, [count]);
+    return apply(orig, s, [n]);
   } }).repeat);
   for (const key of ["padStart", "padEnd"]) {
     replace(SP, key, (orig) => ({ m(maxLength, fill) {
       const s = thisString(this, "String.prototype." + key);
       const n = toLength(maxLength);
       if (n > s.length && n > MAX_STR) checkChars("String.prototype." + key, n);
-      return apply(orig, s, [maxLength, fill]);
+      return apply(orig, s, [n, fill]);
     } }).m);
   }
   // occurrences counts pat in s, stopping past limit.
@@ -239,8 +268,15 @@
   }
   for (const key of ["replace", "replaceAll"]) {
     replace(SP, key, (orig) => ({ m(pattern, replacement) {
-      if (pattern !== null && pattern !== undefined && typeof pattern === "object" && pattern[symReplace] !== undefined) {
-        return apply(orig, this, [pattern, replacement]); // RegExp.prototype[Symbol.replace] below
+      if (pattern !== null && pattern !== undefined && typeof pattern === "object") {
+        // As the built-in would, but reading the method once: read
+        // again, a getter could hand the built-in an unchecked string.
+        const m = pattern[symReplace];
+        if (m !== undefined && m !== null) {
+          if (key === "replaceAll" && isRegExp(pattern) && !isGlobal(pattern)) throw new TypeErrorC("replaceAll must be called with a global RegExp");
+          if (this === null || this === undefined) throw new TypeErrorC("String.prototype." + key + " called on null or undefined");
+          return apply(m, pattern, [this, replacement]); // RegExp.prototype[Symbol.replace] below
+        }
       }
       const s = thisString(this, "String.prototype." + key);
       const pat = `${pattern}`;
@@ -261,17 +297,22 @@
     } }).m);
   }
   replace(SP, "split", (orig) => ({ split(separator, limit) {
-    if (separator !== null && separator !== undefined && typeof separator === "object" && separator[symSplit] !== undefined) {
-      return apply(orig, this, [separator, limit]);
+    if (separator !== null && separator !== undefined && typeof separator === "object") {
+      const m = separator[symSplit]; // read once, as for replace
+      if (m !== undefined && m !== null) {
+        if (this === null || this === undefined) throw new TypeErrorC("String.prototype.split called on null or undefined");
+        return apply(m, separator, [this, limit]);
+      }
     }
     const s = thisString(this, "String.prototype.split");
     const lim = limit === undefined ? 4294967295 : limit >>> 0;
-    if (separator !== undefined && s.length + 1 > MAX_ELEMS && lim > MAX_ELEMS) {
-      const sep = `${separator}`;
+    // The separator and limit checked are the ones used (converted once).
+    const sep = separator === undefined ? undefined : `${separator}`;
+    if (sep !== undefined && s.length + 1 > MAX_ELEMS && lim > MAX_ELEMS) {
       const n = sep.length === 0 ? s.length : occurrences(s, sep, MAX_ELEMS) + 1;
       checkElems("String.prototype.split", n);
     }
-    return apply(orig, s, [separator, limit]);
+    return apply(orig, s, [sep, lim]);
   } }).split);
   replace(SP, "concat", (orig) => ({ concat(...args) {
     const s = thisString(this, "String.prototype.concat");
@@ -322,11 +363,18 @@
     } }).m);
   }
   replace(S, "raw", (orig) => ({ raw(template, ...subs) {
+    let t = template;
     if (template !== null && template !== undefined) {
-      const raw = template.raw;
-      if (raw !== null && raw !== undefined) checkElems("String.raw", lengthOf(raw));
+      const raw = template.raw; // read once: the built-in gets what was checked
+      if (raw !== null && raw !== undefined) {
+        const n = lengthOf(raw);
+        checkElems("String.raw", n);
+        t = { raw: pinned(raw, n) };
+      }
     }
-    return apply(orig, this, [template, ...subs]);
+    const all = [t];
+    for (let i = 0; i < subs.length; i++) all[i + 1] = subs[i];
+    return apply(orig, this, all);
   } }).raw);
 
   // Regular expressions: global match, split and replace collect every
@@ -335,6 +383,10 @@
   // applied match by match from JavaScript.
   const RP = RegExp.prototype;
   function isGlobal(re) { return !!re.global; }
+  function isRegExp(v) {
+    const m = v[symMatch];
+    return m !== undefined ? !!m : v instanceof RegExpC;
+  }
   replace(RP, symMatch, (orig) => ({ m(str) {
     const s = `${str}`;
     if (isGlobal(this) && s.length > MAX_ELEMS) refuse("global RegExp match on a string", s.length, MAX_ELEMS, "characters");
@@ -344,7 +396,7 @@
     const s = `${str}`;
     const lim = limit === undefined ? 4294967295 : limit >>> 0;
     if (s.length > MAX_ELEMS && lim > MAX_ELEMS) refuse("RegExp split of a string", s.length, MAX_ELEMS, "characters");
-    return apply(orig, this, [s, limit]);
+    return apply(orig, this, [s, limit === undefined ? undefined : lim]);
   } }).m);
   function substitution(tpl) {
     return function (matched, ...rest) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"sync"
@@ -26,6 +27,10 @@ var preludeProgram = goja.MustCompile("prelude.js", preludeSrc, true)
 // maxJSONDepth bounds the nesting JSON.parse and JSON.stringify accept, so
 // no native recursion runs deep enough to exhaust the Go stack.
 const maxJSONDepth = 1000
+
+// arrayType is the export type of a goja Array (dense or sparse), and of
+// nothing else: a Proxy of an Array exports as goja.Proxy.
+var arrayType = reflect.TypeOf([]any{})
 
 // maxArgs bounds the argument list of apply and Reflect.apply/construct.
 const maxArgs = 1 << 17
@@ -283,6 +288,10 @@ func (s *session) setup() error {
 		"idents":    vm.NewArray(idents...),
 		"jsonDepth": func(c goja.FunctionCall) goja.Value {
 			return vm.ToValue(jsonDepth(c.Argument(0).String(), maxJSONDepth))
+		},
+		"plainArray": func(c goja.FunctionCall) goja.Value {
+			o, ok := c.Argument(0).(*goja.Object)
+			return vm.ToValue(ok && o.ExportType() == arrayType)
 		},
 		"scan": func(c goja.FunctionCall) goja.Value {
 			return vm.ToValue(scanString(c.Argument(0), c.Argument(1).ToBoolean()))
