@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -212,5 +214,32 @@ func TestAuthorizationViolationSaysWhich(t *testing.T) {
 	t.Setenv("NATS_PASSWORD", "right-password")
 	if res := submitCmd(t, "", "status", "auth-1"); strings.Contains(res.stderr, "Authorization") {
 		t.Errorf("right password: %+v", res)
+	}
+}
+
+// TestJobFileOfSeveralJobs: a batch file given to --job is refused with the
+// pointer to --file, not only as "invalid character after top-level value";
+// a file of one job with trailing white space is still one job.
+func TestJobFileOfSeveralJobs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	two := filepath.Join(dir, "two.jsonl")
+	if err := os.WriteFile(two, []byte("{\"task\":\"a\"}\n{\"task\":\"b\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := submitCmd(t, "", "--job", two)
+	if res.code != 1 || !strings.Contains(res.stderr, "goes on after its first JSON object") ||
+		!strings.Contains(res.stderr, "--file "+two) {
+		t.Errorf("%+v", res)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\"task\":\"a\"} x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := submitCmd(t, "", "--job", bad); res.code != 1 || !strings.Contains(res.stderr, "goes on after its first JSON object") {
+		t.Errorf("%+v", res)
+	}
+	if got := severalValues([]byte("{\"task\":\"a\"}\r\n\n"), "one.json"); got != "" {
+		t.Errorf("one job with trailing white space: %q", got)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -257,7 +258,7 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 	base := &jobs.Job{}
 	if jobData != nil {
 		if base, err = c.decodeJob(jobData, task != ""); err != nil {
-			return 0, fmt.Errorf("--job %s: %w", f.jobFile, err)
+			return 0, fmt.Errorf("--job %s: %w%s", f.jobFile, err, severalValues(jobData, f.jobFile))
 		}
 	}
 	if err := f.apply(base, true); err != nil {
@@ -382,6 +383,21 @@ func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
 		return nil, err // the schema passed, so this is not expected
 	}
 	return &j, nil
+}
+
+// severalValues is a hint for a --job file that holds more than one JSON
+// value, the first of them an object: a batch file given to --job, which
+// was refused only as "invalid character after top-level value".
+func severalValues(data []byte, name string) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first map[string]json.RawMessage
+	if dec.Decode(&first) != nil || first == nil {
+		return ""
+	}
+	if _, err := dec.Token(); errors.Is(err, io.EOF) {
+		return ""
+	}
+	return fmt.Sprintf(" (the file goes on after its first JSON object: --job takes one job; a file of one job a line is a batch, --file %s)", name)
 }
 
 // hasTask reports whether data is a JSON object with a "task" member.
