@@ -256,6 +256,13 @@ func (j *job) catalog(ctx context.Context) (*catalog, func([]llm.Tool) (int, err
 	return c, ToolTokens, err // counted once per catalog (modeTools)
 }
 
+// toolAllower is a ToolSet that selects a job's tools by globs
+// (toolcache.View): it says whether they admit a tool that is not a
+// server's.
+type toolAllower interface {
+	AllowsTool(name string) bool
+}
+
 // buildCatalog gathers a catalog from the job's ToolSet and client tools.
 func (j *job) buildCatalog(resources bool) (*catalog, error) {
 	c := newCatalog()
@@ -283,7 +290,11 @@ func (j *job) buildCatalog(resources bool) (*catalog, error) {
 		c.add(toolcache.Tool{Name: ct.Name, Original: ct.Name, Description: ct.Description, InputSchema: schema, Parameters: params}, kindClient)
 	}
 	if resources {
+		allower, _ := j.in.Tools.(toolAllower)
 		for _, t := range resourceTools() {
+			if allower != nil && !allower.AllowsTool(t.Name) {
+				continue // the job's allow/deny globs cover the bridge too
+			}
 			kind := kindListResources
 			if t.Name == ToolReadResource {
 				kind = kindReadResource

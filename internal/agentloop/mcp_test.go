@@ -109,6 +109,22 @@ func inProcessView(t *testing.T, deny []string, servers map[string]*server.MCPSe
 // jobServers (nil: all).
 func inProcessJobView(t *testing.T, jobServers, deny []string, servers map[string]*server.MCPServer) *toolcache.View {
 	t.Helper()
+	p := inProcessPool(t, servers)
+	v, err := p.View(t.Name(), jobServers, nil, deny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	if len(v.Tools()) == 0 {
+		t.Fatalf("pool has no tools: %+v", p.Status())
+	}
+	return v
+}
+
+// inProcessPool serves servers (name → mcp-go server) through a real
+// toolcache pool over the in-process transport, closed with the test.
+func inProcessPool(t *testing.T, servers map[string]*server.MCPServer) *toolcache.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	opts := []toolcache.Option{toolcache.WithLogger(slog.New(slog.DiscardHandler))}
@@ -124,13 +140,5 @@ func inProcessJobView(t *testing.T, jobServers, deny []string, servers map[strin
 			t.Errorf("pool close: %v", err)
 		}
 	})
-	v, err := p.View(t.Name(), jobServers, nil, deny)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = v.Close() })
-	if len(v.Tools()) == 0 {
-		t.Fatalf("pool has no tools: %+v", p.Status())
-	}
-	return v
+	return p
 }
