@@ -383,13 +383,27 @@
   // applied match by match from JavaScript.
   const RP = RegExp.prototype;
   function isGlobal(re) { return !!re.global; }
+  // A RegExp's flags are read by the guard and again by the built-in: an
+  // own global or flags getter, another prototype, or RegExp.prototype's
+  // accessors replaced could answer "not global" to the guard and
+  // "global" to the built-in. Such a RegExp is guarded as a global one.
+  const rpGlobal = getOwnPropertyDescriptor(RP, "global").get, rpFlags = getOwnPropertyDescriptor(RP, "flags").get;
+  function surelyGlobal(re) {
+    if (typeof re !== "object" || re === null) return true;
+    try {
+      if (getPrototypeOf(re) !== RP || getOwnPropertyDescriptor(re, "global") !== undefined || getOwnPropertyDescriptor(re, "flags") !== undefined) return true;
+      const g = getOwnPropertyDescriptor(RP, "global"), f = getOwnPropertyDescriptor(RP, "flags");
+      if (g === undefined || g.get !== rpGlobal || f === undefined || f.get !== rpFlags) return true;
+    } catch (e) { return true; }
+    return isGlobal(re);
+  }
   function isRegExp(v) {
     const m = v[symMatch];
     return m !== undefined ? !!m : v instanceof RegExpC;
   }
   replace(RP, symMatch, (orig) => ({ m(str) {
     const s = `${str}`;
-    if (isGlobal(this) && s.length > MAX_ELEMS) refuse("global RegExp match on a string", s.length, MAX_ELEMS, "characters");
+    if (s.length > MAX_ELEMS && surelyGlobal(this)) refuse("global RegExp match on a string", s.length, MAX_ELEMS, "characters");
     return apply(orig, this, [s]);
   } }).m);
   replace(RP, symSplit, (orig) => ({ m(str, limit) {
@@ -436,7 +450,7 @@
   }
   replace(RP, symReplace, (orig) => ({ m(str, replaceValue) {
     const s = `${str}`;
-    const global = isGlobal(this);
+    const global = surelyGlobal(this);
     if (global && s.length > MAX_ELEMS) refuse("global RegExp replace on a string", s.length, MAX_ELEMS, "characters");
     let r = replaceValue;
     if (typeof r !== "function") {
