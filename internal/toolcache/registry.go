@@ -29,6 +29,10 @@ type snapshot struct {
 	// formerly maps a name an earlier version gave a tool that this one
 	// names otherwise to its name now (see Registry.renamed).
 	formerly map[string]string
+	// removed maps a name an earlier version gave a tool that this one no
+	// longer lists (its server's list dropped it) to that tool (see
+	// Registry.removedTool).
+	removed map[string]Tool
 
 	indexOnce sync.Once
 	index     *SearchIndex
@@ -89,6 +93,7 @@ func newEmptyRegistry() *Registry {
 func (r *Registry) replace(tools []Tool) {
 	s := newSnapshot(tools)
 	s.formerly = formerNames(r.current(), s)
+	s.removed = removedNames(r.current(), s)
 	r.snap.Store(s)
 	// The new version's index is built now, once, off the pool's
 	// goroutine; a search that comes first waits for the same build.
@@ -143,6 +148,52 @@ func formerNames(old, s *snapshot) map[string]string {
 		}
 	}
 	return out
+}
+
+// removedNames is s.removed after old: each name old gave a tool (or
+// knew as removed) that s neither gives a tool nor knows as a former name,
+// when s lists no tool of that server and original name, mapped to the
+// tool. Bounded as formerNames is, so a server adding and dropping
+// tools without end cannot grow it.
+func removedNames(old, s *snapshot) map[string]Tool {
+	if old == nil {
+		return nil
+	}
+	type key struct{ server, original string }
+	now := make(map[key]bool, len(s.tools))
+	for _, t := range s.tools {
+		now[key{t.Server, t.Original}] = true
+	}
+	limit := 4*max(len(s.tools), len(old.tools)) + 16
+	var out map[string]Tool
+	add := func(name string, t Tool) {
+		if _, current := s.byName[name]; current || len(out) >= limit {
+			return
+		}
+		if _, renamed := s.formerly[name]; renamed {
+			return
+		}
+		if out == nil {
+			out = map[string]Tool{}
+		}
+		out[name] = t
+	}
+	for _, t := range old.tools {
+		if !now[key{t.Server, t.Original}] {
+			add(t.Name, t)
+		}
+	}
+	for _, name := range sortedKeys(old.removed) { // the same ones kept at the bound, run after run
+		add(name, old.removed[name])
+	}
+	return out
+}
+
+// removedTool returns the tool an earlier catalog version called name,
+// when the current one no longer lists it.
+func (r *Registry) removedTool(name string) (Tool, bool) {
+	t, ok := r.current().removed[name]
+	return t, ok
 }
 
 // renamed returns the tool an earlier catalog version called name, when

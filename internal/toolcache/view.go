@@ -213,6 +213,12 @@ func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) 
 		ok = ok && v.keeps(t)
 	}
 	if !ok {
+		if gone, removed := v.p.registry.removedTool(name); removed && v.keeps(gone) {
+			// The job was offered it, and its server's list has dropped
+			// it since: "unknown" alone would not say why a tool of the
+			// job's tools array is refused.
+			return Result{}, fmt.Errorf("%w: %q: its server %q no longer lists it (removed after this job's tools were listed)", ErrUnknownTool, name, gone.Server)
+		}
 		return Result{}, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
 	c := v.p.conns[t.Server]

@@ -1,0 +1,97 @@
+package toolcache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// TestToolRemovedMidJob: a job is offered the tools of the catalog when it
+// starts. When the server then drops one from its list (list_changed), the
+// job's call of it failed with 'unknown tool: "gone"', though the name is
+// in the job's tools array (seen end to end with bin/worker); the error
+// now says the server no longer lists it. A view that never had the tool
+// still gets the plain unknown tool.
+func TestToolRemovedMidJob(t *testing.T) {
+	t.Parallel()
+	b := server.NewMCPServer("b", "1", server.WithToolCapabilities(true))
+	b.AddTool(mcp.NewTool("gone"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("still here"), nil
+	})
+	b.AddTool(mcp.NewTool("drop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b.DeleteTools("gone")
+		return mcp.NewToolResultText("dropped"), nil
+	})
+	p := newTestPool(t, Config{},
+		WithInProcessServer("a", newTestMCPServer("a"), ServerConfig{}),
+		WithInProcessServer("b", b, ServerConfig{}))
+	all := newTestView(t, p, nil, nil, nil)
+	onlyA, err := p.View(t.Name()+"-a", []string{"a"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = onlyA.Close() })
+	denied, err := p.View(t.Name()+"-denied", nil, nil, []string{"gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = denied.Close() })
+	if got := call(t, all, "gone", nil).Text; got != "still here" {
+		t.Fatalf("gone before = %q", got)
+	}
+	changed := make(chan struct{}, 10)
+	p.Registry().OnChange(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	call(t, all, "drop", nil)
+	deadline := time.After(30 * time.Second)
+	for p.Registry().Has("gone") {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("gone still listed: %v", p.Registry().Names())
+		}
+	}
+	cases := []struct {
+		view *View
+		want string
+	}{
+		{all, `unknown tool: "gone": its server "b" no longer lists it (removed after this job's tools were listed)`},
+		{onlyA, `unknown tool: "gone"`},
+		{denied, `unknown tool: "gone"`},
+	}
+	for _, tc := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := tc.view.CallTool(ctx, "gone", json.RawMessage(`{}`))
+		cancel()
+		if !errors.Is(err, ErrUnknownTool) || !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("gone in view %s: %v; want it to end %q", tc.view.jobID, err, tc.want)
+		}
+	}
+}
+
+// TestRemovedNamesBounded: a server adding and dropping tools without end
+// cannot grow what the registry remembers of removed names.
+func TestRemovedNamesBounded(t *testing.T) {
+	t.Parallel()
+	r := NewRegistry()
+	for i := range 1000 {
+		r.replace([]Tool{{Name: fmt.Sprintf("t%d", i), Server: "s", Original: fmt.Sprintf("t%d", i)}})
+	}
+	if n := len(r.current().removed); n > 4*1+16 {
+		t.Fatalf("%d removed names kept", n)
+	}
+	if _, ok := r.removedTool("t998"); !ok {
+		t.Error("the last removed name is not known")
+	}
+}
