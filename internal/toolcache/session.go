@@ -93,6 +93,23 @@ type dialer struct {
 	notify         func(server string, s *session, n mcp.JSONRPCNotification)
 }
 
+// timedOut says of err, when the handshake's ctx has run out, that it was
+// the connect timeout: mcp-go may report a request its context ended as
+// "unexpected nil response" or a closed transport, and when it does say
+// "context deadline exceeded" it does not say whose limit that was (a
+// server that never answers initialize was only "initialize: transport
+// error: context deadline exceeded").
+func (d *dialer) timedOut(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	switch {
+	case err == nil || !errors.Is(cerr, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, cerr):
+		return fmt.Errorf("%w (no answer within the connect timeout %s)", err, d.connectTimeout)
+	}
+	return fmt.Errorf("%w (no answer within the connect timeout %s: %w)", err, d.connectTimeout, cerr)
+}
+
 // dial connects to a server and performs the handshake (on 2026-07-28, the
 // server/discover request that replaces it). ctx bounds the handshake only;
 // the session lives until close.
@@ -210,9 +227,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	if !stopStart() && err == nil {
 		err = ctx.Err() // it ended just after Start, and took the session's context
 	}
-	if cerr := ctx.Err(); err != nil && errors.Is(cerr, context.DeadlineExceeded) && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w (no answer within the connect timeout %s: %w)", err, d.connectTimeout, cerr)
-	}
+	err = d.timedOut(ctx, err)
 	if err != nil {
 		err = s.withTooLarge(err)
 		_ = s.close()
@@ -237,11 +252,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		// mcp-go falls back to initialize when server/discover fails.
 		err = fmt.Errorf("the server does not speak protocol %s (it answered the initialize handshake at %s)", version, res.ProtocolVersion)
 	}
-	if cerr := ctx.Err(); err != nil && errors.Is(cerr, context.DeadlineExceeded) && !errors.Is(err, cerr) {
-		// mcp-go may report a request its context ended as "unexpected
-		// nil response" or a closed transport: say it was the time.
-		err = fmt.Errorf("%w (no answer within the connect timeout %s: %w)", err, d.connectTimeout, cerr)
-	}
+	err = d.timedOut(ctx, err)
 	if err != nil {
 		err = s.withTooLarge(err)
 		// A server that fails the handshake usually says why on stderr.

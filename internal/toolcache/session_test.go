@@ -221,6 +221,10 @@ func TestConnectTimeoutWrapsDeadline(t *testing.T) {
 			if !errors.Is(err, ErrServerUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("err = %v, want ErrServerUnavailable and context.DeadlineExceeded", err)
 			}
+			// Whose limit it was: mcp-go's "context deadline exceeded" does not say.
+			if msg := err.Error(); !strings.Contains(msg, "no answer within the connect timeout 300ms") {
+				t.Errorf("message %q does not name the connect timeout", msg)
+			}
 			if msg := err.Error(); !strings.HasPrefix(msg, "toolcache: ") || strings.Count(msg, "toolcache:") != 1 {
 				t.Errorf("message %q: want the prefix once", msg)
 			}
