@@ -197,9 +197,11 @@ const noOutput = "(the tool returned no output)"
 
 func (j *job) run1(ctx context.Context, round int, c *call) {
 	// A call an earlier attempt completed published its events then;
-	// replaying it publishes none (job.resumed counts them).
+	// replaying it publishes none (job.resumed counts them). Meta tools and
+	// resource reads are not journaled: they run again, quietly, in a round
+	// whose next answer is journaled (the round completed then).
 	emit := j.emit
-	if _, ok := j.journaled(c); ok && j.in.Journal.Completed(c.key) || j.codeCompleted(c) {
+	if _, ok := j.journaled(c); ok && j.in.Journal.Completed(c.key) || j.codeCompleted(c) || j.roundCompleted(round) {
 		emit = func(context.Context, string, int, map[string]any) {}
 	}
 	emit(ctx, EventToolCall, round, map[string]any{

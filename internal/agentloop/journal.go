@@ -95,6 +95,17 @@ func (j *job) turn(ctx context.Context, round int) (turn, error) {
 	return t, nil
 }
 
+// roundCompleted reports whether an earlier attempt completed round: the
+// answer of the round after it is journaled (this attempt journals that
+// only after the round's calls ran).
+func (j *job) roundCompleted(round int) bool {
+	if j.in.Journal == nil {
+		return false
+	}
+	_, ok := j.in.Journal.Value(turnKey(round + 1))
+	return ok
+}
+
 // journaledFinalAnswer is finalAnswer (rounds ran out), taken from the
 // journal when an earlier attempt got it, and journaled (best effort)
 // when not, like a round's final answer in turn.

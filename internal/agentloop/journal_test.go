@@ -284,3 +284,45 @@ func journalFinalAnswerNotAskedAgain(t *testing.T, maxRounds int) {
 		t.Errorf("write:a ran %d times", n)
 	}
 }
+
+// Meta tools and resource reads are not journaled: a resumed attempt runs
+// them again, but in a round an earlier attempt completed it publishes
+// their events no more than a completed call's.
+func TestJournalReplayedRoundsPublishNothingAgain(t *testing.T) {
+	t.Parallel()
+	fx := &effects{}
+	tools := effectsView(t, fx)
+	store := &dyingStore{}
+	ctx1, kill := context.WithCancel(t.Context())
+	defer kill()
+	fx.onWrite = func(arg string) {
+		if arg == "b" {
+			store.kill()
+			kill()
+		}
+	}
+	s1 := llmtest.NewServer(t,
+		toolReply(call("search_tools", `{"query":"write something"}`)),
+		toolReply(call("call_tool", `{"name":"write","arguments":{"arg":"a"}}`)),
+		toolReply(call("call_tool", `{"name":"write","arguments":{"arg":"b"}}`)),
+	)
+	in := agentloop.Input{JobID: "job-1", Task: "go", Tools: tools, Mode: agentloop.ModeSearch}
+	in.Journal = newJournal(t, store, nil)
+	if _, err := newLoop(t, s1, agentloop.Config{}).Run(ctx1, in); err == nil {
+		t.Fatal("the killed attempt succeeded")
+	}
+	var ev events
+	in.Sink = &ev
+	in.Journal = newJournal(t, &dyingStore{m: store.snapshot()}, store.snapshot())
+	if _, err := newLoop(t, llmtest.NewServer(t, textReply("done")), agentloop.Config{}).Run(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ev.of(agentloop.EventToolCall) {
+		names = append(names, e.Data["name"].(string))
+	}
+	// Only round 3's interrupted write(b) is published again.
+	if strings.Join(names, ",") != "call_tool" {
+		t.Errorf("tool.call events of the resumed attempt: %v, want round 3's call_tool only", names)
+	}
+}
