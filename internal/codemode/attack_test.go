@@ -126,6 +126,12 @@ func attacks() []attack {
 		{name: "a RegExp's global read twice", code: `let n = 0; const re = /x/; Object.defineProperty(re, "global", {get() { return n++ > 0 }}); "x".repeat(5e4).match(re)`, lim: small, wantErr: "RangeError: global RegExp match on a string"},
 		{name: "RegExp.prototype.flags replaced", code: `let n = 0; Object.defineProperty(RegExp.prototype, "flags", {get() { return n++ ? "g" : "" }}); "x".repeat(5e4).replace(/x/, "$&".repeat(100)).length`, lim: small, wantErr: "RangeError: global RegExp replace on a string"},
 		{name: "standard RegExps as before", code: `["x".repeat(5e4).match(/x/).index, "x".repeat(5e4).replace(/x/, "y").length, "aXbX".match(/X/g), "abc".replace(/b/, "$&$&")]`, lim: small, want: `[0,50000,["X","X"],"abbc"]`},
+		{name: "flatMap of a long result", code: `const big = new Array(16000).fill(0); new Array(100).fill(0).flatMap(() => big).length`, lim: small, wantErr: "RangeError: Array.prototype.flatMap"},
+		{name: "flat through an index getter", code: `let n = 0; const big = new Array(16000).fill(0); const o = []; Object.defineProperty(o, 0, {get() { return n++ ? [big] : 1 }}); new Array(100).fill(o).flat(3).length`, lim: small, wantErr: "RangeError: Array.prototype.flat"},
+		{name: "concat of a spreadable whose length changes", code: `let n = 0; [].concat({[Symbol.isConcatSpreadable]: true, get length() { return n++ ? 1e5 : 1 }, 0: "a"})`, lim: small, want: `["a"]`},
+		{name: "concat of a Proxy of an array", code: `let n = 0; [].concat(new Proxy([], {get(t, k) { return k === "length" ? (n++ ? 1e5 : 1) : t[k] }})).length`, lim: small, want: "1"},
+		{name: "flat, flatMap and concat still work", code: `[[1, [2, [3, [4]]]].flat(), [1, [2, [3, [4]]]].flat(Infinity), [1, , 3].flat(), [1, 2].flatMap(x => [x, [x * 10]]), [1].concat(2, [3, 4], [[5]]), [].concat.call(1, 2).length, [1].concat({length: 1, 0: 9}), [1].concat({[Symbol.isConcatSpreadable]: true, length: 2, 0: "a"}), Array.prototype.flat.length, Array.prototype.flatMap.length]`, lim: small,
+			want: `[[1,2,[3,[4]]],[1,2,3,4],[1,3],[1,[10],2,[20]],[1,2,3,4,[5]],2,[1,{"0":9,"length":1}],[1,"a",null],0,1]`},
 		{name: "replaceAll with a non-global RegExp", code: `"ab".replaceAll(/a/, "x")`, wantErr: "TypeError: replaceAll must be called with a global RegExp"},
 		{name: "spreading a long array into an object", code: `({...new Array(5000).fill(0)})`, lim: small, wantErr: "RangeError: spreading or enumerating the keys of an array"},
 

@@ -67,6 +67,10 @@
     if (o === null || typeof o !== "object" && typeof o !== "function" || plainArray(o)) return o;
     return new ProxyC(o, { get(t, k) { return k === "length" ? len : apply(reflectGet, undefined, [t, k]); } });
   }
+  function thisObject(v, what) {
+    if (v === null || v === undefined) throw new TypeErrorC(what + " called on null or undefined");
+    return O(v);
+  }
   function checkElems(what, n) {
     if (n > MAX_ELEMS) refuse(what, n, MAX_ELEMS, "elements");
   }
@@ -149,8 +153,30 @@
   def(AP, "toLocaleString", ({ toLocaleString() {
     return joinGuarded(this, ",", (v) => `${v.toLocaleString()}`);
   } }).toLocaleString);
+  // flat, flatMap and (unless every part is a plain Array) concat are
+  // done here, reading each element once: the built-ins read again what a
+  // guard had counted, and an index getter, a Proxy's length trap or an
+  // isConcatSpreadable getter could then hand them 4 million elements
+  // counted as one (flatMap was guarded by its receiver's length only:
+  // new Array(100).fill(0).flatMap(() => big) made 100 copies of big).
+  function put(out, v, what) {
+    if (out.length >= MAX_ELEMS) checkElems(what, out.length + 1);
+    out[out.length] = v;
+  }
+  function flatInto(out, source, depth, what) {
+    const len = lengthOf(source);
+    checkElems(what, len);
+    for (let i = 0; i < len; i++) {
+      if (!(i in source)) continue;
+      const v = source[i];
+      if (depth > 0 && isArray(v)) flatInto(out, v, depth - 1, what);
+      else put(out, v, what);
+    }
+  }
   // flatCount is how many elements a.flat(depth) has, each shared array
-  // counted once per depth, stopping past MAX_ELEMS.
+  // counted once per depth, stopping past MAX_ELEMS: a quick refusal of
+  // a structure that shares arrays (flatInto would copy them up to the
+  // cap first).
   function flatCount(a, depth, memo) {
     const key = apply(mapGet, memo, [a]);
     if (key !== undefined && key[0] === depth) return key[1];
@@ -166,21 +192,71 @@
     apply(mapSet, memo, [a, [depth, n]]);
     return n;
   }
-  replace(AP, "flat", (orig) => ({ flat(depth) {
+  def(AP, "flat", ({ flat(depth) {
+    const o = thisObject(this, "Array.prototype.flat");
     let d = depth === undefined ? 1 : +depth;
     if (!(d > 0)) d = 0;
     if (d > MAX_FLAT) d = MAX_FLAT;
-    if (this !== null && this !== undefined) flatCount(O(this), d, new MapC());
-    return apply(orig, this, [d]);
+    flatCount(o, floor(d), new MapC());
+    const out = [];
+    flatInto(out, o, floor(d), "Array.prototype.flat");
+    return out;
   } }).flat);
+  defineProperty(AP.flat, "length", { value: 0, configurable: true });
+  def(AP, "flatMap", ({ flatMap(fn, thisArg) {
+    const o = thisObject(this, "Array.prototype.flatMap");
+    if (typeof fn !== "function") throw new TypeErrorC("Array.prototype.flatMap: the callback is not a function");
+    const len = lengthOf(o);
+    checkElems("Array.prototype.flatMap", len);
+    const out = [];
+    for (let i = 0; i < len; i++) {
+      if (!(i in o)) continue;
+      const v = apply(fn, thisArg, [o[i], i, o]);
+      if (isArray(v)) flatInto(out, v, 0, "Array.prototype.flatMap");
+      else put(out, v, "Array.prototype.flatMap");
+    }
+    return out;
+  } }).flatMap);
+  defineProperty(AP.flatMap, "length", { value: 1, configurable: true });
+  const symSpreadable = Symbol.isConcatSpreadable;
   replace(AP, "concat", (orig) => ({ concat(...items) {
-    let n = isArray(this) ? lengthOf(this) : 1;
-    for (let i = 0; i < items.length; i++) n += isArray(items[i]) ? lengthOf(items[i]) : 1;
-    checkElems("Array.prototype.concat", n);
-    return apply(orig, this, items);
+    const o = thisObject(this, "Array.prototype.concat");
+    const parts = [o];
+    for (let i = 0; i < items.length; i++) parts[i + 1] = items[i];
+    let plain = true, n = 0;
+    for (let i = 0; i < parts.length && plain; i++) {
+      const e = parts[i];
+      if (e === null || typeof e !== "object" && typeof e !== "function") { n++; continue; }
+      if (!plainArray(e) || e[symSpreadable] !== undefined) plain = false;
+      else n += lengthOf(e);
+    }
+    if (plain) {
+      checkElems("Array.prototype.concat", n);
+      return apply(orig, o, items);
+    }
+    const out = [];
+    let k = 0;
+    for (let i = 0; i < parts.length; i++) {
+      const e = parts[i];
+      let spread = false;
+      if (e !== null && (typeof e === "object" || typeof e === "function")) {
+        const sp = e[symSpreadable];
+        spread = sp !== undefined ? !!sp : isArray(e);
+      }
+      if (!spread) {
+        checkElems("Array.prototype.concat", k + 1);
+        out[k++] = e;
+        continue;
+      }
+      const len = lengthOf(e);
+      checkElems("Array.prototype.concat", k + len);
+      for (let j = 0; j < len; j++, k++) if (j in e) out[k] = e[j];
+    }
+    out.length = k;
+    return out;
   } }).concat);
   for (const key of ownKeys(AP)) {
-    if (key === "constructor" || key === "join" || key === "toLocaleString" || key === "flat" || key === "concat") continue;
+    if (key === "constructor" || key === "join" || key === "toLocaleString" || key === "flat" || key === "flatMap" || key === "concat") continue;
     const d = getOwnPropertyDescriptor(AP, key);
     if (typeof d.value !== "function") continue;
     const what = "Array.prototype." + (typeof key === "symbol" ? "[" + key.description + "]" : key);
