@@ -46,10 +46,15 @@ func start(t *testing.T, loopCfg agentloop.Config, runCfg agentrun.Config, repli
 	}
 	s := natstest.Start(t)
 	nc := natstest.Connect(t, s)
-	jobstest.RunWorker(t, jobs.Config{
+	jc := jobs.Config{
 		Conn: nc, Runner: runner, Admit: agentrun.Admit,
 		FetchWait: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond, RetryDelayMax: 10 * time.Millisecond,
-	})
+	}
+	if runCfg.Pool != nil { // as the worker does
+		jc.ServerNames = runCfg.Pool.Servers()
+		jc.KnownServer = func(name string) bool { return slices.Contains(jc.ServerNames, name) }
+	}
+	jobstest.RunWorker(t, jc)
 	client, err := jobs.NewClient(natstest.Context(t), nc, jobs.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
