@@ -88,7 +88,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitOK
 		}
 		// A command's name selects it only as the first argument: a task
-		// that begins with one is given after a flag, after --, or quoted.
+		// that begins with one is given after --, or quoted (after a flag, a
+		// command's name and one id are refused: notACommand).
 		if k := findCommand(cmds, args[0]); k != cmds[0] {
 			cmd, rest = k, args[1:]
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -241,5 +242,46 @@ func TestJobFileOfSeveralJobs(t *testing.T) {
 	}
 	if got := severalValues([]byte("{\"task\":\"a\"}\r\n\n"), "one.json"); got != "" {
 		t.Errorf("one job with trailing white space: %q", got)
+	}
+}
+
+// TestCommandAfterAFlag: "submit --json status ID" (a command's flag put
+// before it) queued the task "status ID" for a model; it is refused with
+// the command line meant, and such a task can still be given quoted or
+// after --.
+func TestCommandAfterAFlag(t *testing.T) {
+	startWorker(t)
+	for _, args := range [][]string{
+		{"--json", "status", "cmdflag-1"},
+		{"--detach", "cancel", "cmdflag-1"},
+		{"--json", "watch", "cmdflag-1"},
+		{"--id", "cmdflag-2", "transcript", "cmdflag-1"},
+	} {
+		name := args[len(args)-2]
+		res := submitCmd(t, "", args...)
+		if res.code != 2 || !strings.Contains(res.stderr, "after a flag is the start of a task") ||
+			!strings.Contains(res.stderr, "submit "+name+" [flags] cmdflag-1") {
+			t.Errorf("%v: %+v", args, res)
+		}
+	}
+	if res := submitCmd(t, "", "status", "--json", "cmdflag-2"); !strings.Contains(res.stderr, "has no state") {
+		t.Errorf("a refused line queued a job: %+v", res)
+	}
+	for _, tc := range []struct {
+		args []string
+		task string
+	}{
+		{[]string{"--id", "cmdflag-3", "--", "status", "x1"}, "status x1"},
+		{[]string{"--id", "cmdflag-4", "status x2"}, "status x2"},
+	} {
+		if res := submitCmd(t, "", tc.args...); res.code != 0 {
+			t.Errorf("%v: %+v", tc.args, res)
+			continue
+		}
+		var st jobs.State
+		res := submitCmd(t, "", "status", "--json", tc.args[1])
+		if err := json.Unmarshal([]byte(res.stdout), &st); err != nil || st.Task != tc.task {
+			t.Errorf("%v: want task %q, got %+v", tc.args, tc.task, res)
+		}
 	}
 }

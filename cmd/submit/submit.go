@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,7 +84,8 @@ var commandLike = map[string]string{
 	"stop": "cancel", "kill": "cancel", "abort": "cancel",
 }
 
-// notACommand refuses "submit wait ID", "submit stauts ID" and the like:
+// notACommand refuses "submit wait ID", "submit stauts ID", "submit
+// --json status ID" and the like:
 // an unknown first word is the start of a task, so without this such a
 // line is queued as the task "wait ID" and sent to a model (a paid call,
 // and no word that the command was wrong). Only a command-like word
@@ -94,6 +96,14 @@ func notACommand(pos []string) error {
 		return nil
 	}
 	word := strings.ToLower(pos[0])
+	if slices.Contains([]string{"status", "watch", "transcript", "cancel"}, pos[0]) {
+		// A command's own name here came after a flag (run dispatches it
+		// when first): "submit --json status ID" queued the task
+		// "status ID" and sent it to a model.
+		return usagef("%q after a flag is the start of a task, not the %s command: a command comes first and its flags "+
+			"after it (submit %s [flags] %s); to submit the task %q, quote it or give it after --",
+			pos[0], pos[0], pos[0], pos[1], strings.Join(pos, " "))
+	}
 	meant, ok := commandLike[word]
 	if !ok {
 		for _, name := range []string{"status", "watch", "transcript", "cancel"} {
