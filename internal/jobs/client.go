@@ -221,18 +221,9 @@ func (c *Client) recordSeq(ctx context.Context, id, queue string, seq uint64) *S
 }
 
 // dropQueued deletes the message of a job cancelled before any worker
-// claimed it from the jobs stream, when the message at seq is that job's.
-// A worker that took the message a moment before reads the cancelled state
-// when it claims the job and acks it without running it, so deleting it
-// under that worker is safe; a worker that claimed the job first made the
-// state running, and Cancel then never comes here. Best effort: a message
-// left is acked, unrun, by the next worker of its queue.
+// claimed it from the jobs stream (dropQueuedMsg).
 func (c *Client) dropQueued(ctx context.Context, id, queue string, seq uint64) {
-	m, err := c.topo.Jobs.GetMsg(ctx, seq)
-	if err != nil || m.Subject != c.names.JobsSubject(queue) || jobID(m.Data, m.Header, seq) != id {
-		return // gone already (taken and acked), or not this job's
-	}
-	_ = c.topo.Jobs.DeleteMsg(ctx, seq)
+	dropQueuedMsg(ctx, c.topo, c.names, id, queue, seq)
 }
 
 // forgetQueued removes the queued state Submit created for a job it could
@@ -342,40 +333,15 @@ func (c *Client) Cancel(ctx context.Context, id string) (*State, error) {
 	if !ValidID(id) {
 		return nil, fmt.Errorf("%w: %q is not a job id", ErrNotFound, id)
 	}
-	now := time.Now().UTC()
-	var was Status
-	var unclaimed bool // queued and never claimed: its message can go
-	st, err := c.states.update(ctx, id, func(cur *State) (*State, error) {
-		if cur == nil {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-		}
-		was, unclaimed = cur.Status, cur.Status == StatusQueued && cur.Attempt == 0
-		switch {
-		case cur.Status.Terminal():
-			return nil, nil
-		case cur.Status == StatusQueued:
-			why := "cancelled on request before it ran"
-			cur.Status, cur.Error, cur.FinishedAt = StatusCancelled, why, now
-			cur.Result = &Result{ID: id, Queue: cur.Queue, Status: StatusCancelled, Error: why}
-		default: // running: the worker settles it
-			cur.CancelRequested = true
-		}
-		return cur, nil
-	})
-	if err != nil {
-		return nil, err
-	}
+	st, was, err := cancelTransition(ctx, c.topo, c.states, c.names, id)
 	switch {
+	case err != nil && st == nil:
+		return nil, err
 	case was.Terminal():
-		return st, nil
+		// Cancelled unrun by an earlier cancel whose event was lost: it
+		// goes out now.
+		return st, ensureCancelledEvent(ctx, c.topo, c.names, st)
 	case st.Status == StatusCancelled:
-		// No worker can claim the job now: its message goes from the jobs
-		// stream at once (a handed-back job's stays: its redelivery also
-		// purges the job's journal).
-		if unclaimed && st.StreamSeq != 0 {
-			c.dropQueued(ctx, id, st.Queue, st.StreamSeq)
-		}
-		err := publishEvent(ctx, c.topo.JS, c.names, Event{JobID: id, Type: EventCancelled, Data: mustJSON(st.Result)})
 		return st, err
 	}
 	if _, err := c.nc.Request(c.names.CancelSubject(id), nil, cancelRequestTimeout); err != nil &&

@@ -317,6 +317,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe to cancel requests: %w", err)
 	}
 	defer sub.Unsubscribe() //nolint:errcheck // best effort at exit
+	// One worker of the deployment ends a queued job a cancel request
+	// names (cancel.go): the request used to reach only a running attempt.
+	queuedSub, err := w.cfg.Conn.QueueSubscribe(w.names.CancelWildcard(), cancelQueueGroup, w.onCancelQueued)
+	if err != nil {
+		return fmt.Errorf("subscribe to cancel requests: %w", err)
+	}
+	defer queuedSub.Unsubscribe() //nolint:errcheck // best effort at exit
 	aliveSub, err := w.cfg.Conn.Subscribe(w.names.AliveWildcard(), w.onAlive)
 	if err != nil {
 		return fmt.Errorf("subscribe to liveness requests: %w", err)
@@ -802,14 +809,16 @@ func (w *Worker) run(d delivery) {
 	}
 	now := time.Now().UTC()
 	var tookOver, ranBefore bool
+	var final *State // the state of a job that ended already
 	delivered, attempt := d.attempt, d.attempt
 	claimState := func(cur *State) (*State, error) {
-		tookOver, attempt, ranBefore = false, delivered, false
+		tookOver, attempt, ranBefore, final = false, delivered, false, nil
 		st := &State{CreatedAt: now}
 		if cur != nil {
 			switch {
 			case cur.Status.Terminal() && (cur.StreamSeq == 0 || cur.StreamSeq == d.seq):
 				ranBefore = cur.StreamSeq == d.seq && cur.Attempt >= 1
+				final = cur
 				return nil, fmt.Errorf("%w: %s", errFinal, cur.Status)
 			case cur.Status.Terminal():
 				return nil, fmt.Errorf("%w: job id %s already ended (%s, stream sequence %d): submit the job "+
@@ -861,6 +870,15 @@ func (w *Worker) run(d delivery) {
 			// the journal again.
 			w.forgetProgressOf(context.Background(), d.env, d.log)
 		}
+		// Its terminal event may be missing: a worker killed (or the
+		// server restarted) between the final state's write and the
+		// event's publish, the ack lost with it. Its watchers never saw
+		// the job end.
+		ectx, ecancel := opContext()
+		if err := ensureTerminalEvent(ectx, w.topo, w.names, final); err != nil {
+			d.log.Warn("terminal event check failed", "err", err)
+		}
+		ecancel()
 		d.log.Info("not running job", "why", err)
 		_ = d.msg.Ack()
 		return
