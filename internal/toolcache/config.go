@@ -99,6 +99,10 @@ type ServerConfig struct {
 	// protocol instead of the initialize handshake; the server must speak it.
 	// Not with ProtocolVersion, and not for sse servers. Empty: the handshake.
 	Protocol string `json:"protocol,omitempty"`
+
+	// pathSecrets are the values ${VAR} put into URL after its host (see
+	// urlPathValues), taken out of errors and logs as URL credentials are.
+	pathSecrets []string
 }
 
 // ProtocolSessionless is the value of ServerConfig.Protocol that selects the
@@ -417,6 +421,30 @@ func checkGlobs(field string, globs []string) error {
 // varRef matches ${VAR} and VS Code's ${env:VAR}.
 var varRef = regexp.MustCompile(`\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// urlPathValues are the values of the variables raw (a URL before
+// expansion) names after its host, in its path, query or fragment: a key
+// in the path ("https://actions.example.com/mcp/${API_KEY}/sse", as some
+// hosted servers are reached) is a credential the transports quote whole
+// in their errors, and redact.Secrets, which knows userinfo and credential
+// query parameters only, cannot tell it. A variable in the scheme or host
+// ("${MCP_BASE}/mcp") is an address, and stays readable.
+func urlPathValues(raw string, lookup func(string) (string, bool)) []string {
+	var out []string
+	for _, loc := range varRef.FindAllStringSubmatchIndex(raw, -1) {
+		before := raw[:loc[0]]
+		if _, rest, ok := strings.Cut(before, "://"); ok {
+			before = rest
+		}
+		if !strings.ContainsAny(before, "/?#") {
+			continue
+		}
+		if v, ok := lookup(raw[loc[4]:loc[5]]); ok && len(v) >= 4 && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // expand replaces ${VAR} in every string field; an unset variable is an
 // error naming the field, so a missing secret fails at startup, not at the
 // first call.
@@ -440,6 +468,7 @@ func (sc *ServerConfig) expand(lookup func(string) (string, bool)) error {
 		sc.Env[k] = ex("env."+k, sc.Env[k])
 	}
 	sc.Cwd = ex("cwd", sc.Cwd)
+	sc.pathSecrets = urlPathValues(sc.URL, lookup)
 	sc.URL = ex("url", sc.URL)
 	for _, k := range sortedKeys(sc.Headers) {
 		sc.Headers[k] = ex("headers."+k, sc.Headers[k])

@@ -49,7 +49,8 @@ func urlError(raw string, err error) error {
 }
 
 // urlSecrets are the credentials the servers' URLs carry (redact.Secrets:
-// userinfo, credential query parameters such as ?api_key=). The
+// userinfo, credential query parameters such as ?api_key=), and the
+// values ${VAR} put into a URL after its host (ServerConfig.pathSecrets). The
 // transports quote a URL whole in their errors ('Post "https://host/mcp?
 // api_key=...": dial tcp ...'), which reach the model, events,
 // transcripts, the status and the log: the pool takes these out of
@@ -58,6 +59,7 @@ func urlSecrets(servers map[string]ServerConfig) []string {
 	var out []string
 	for _, sc := range servers {
 		out = append(out, redact.Secrets(sc.URL)...)
+		out = append(out, sc.pathSecrets...)
 	}
 	return out
 }
