@@ -193,6 +193,17 @@ func (c *cli) cancel(id string, asJSON bool) (int, error) {
 			"(nats stream rmm %s SEQ, SEQ the sequence its publish was acknowledged with)",
 			id, cl.Names().JobsStream(), cl.Names().JobsStream())
 	}
+	if err != nil && c.ctx.Err() != nil {
+		// Ctrl-C while waiting for the job to stop said only "context
+		// canceled": whether the cancel was made is read back.
+		sctx, stop := context.WithTimeout(context.WithoutCancel(c.ctx), 5*time.Second)
+		defer stop()
+		if cur, serr := cl.Status(sctx, id); serr == nil && (cur.CancelRequested || cur.Status == jobs.StatusCancelled) {
+			return exitFailed, fmt.Errorf("stopped waiting; job %s is %s and its cancel stands: it stops when its worker "+
+				"or its next attempt sees it (submit status %s)", id, cur.Status, id)
+		}
+		return exitFailed, fmt.Errorf("interrupted before the cancel of %s was recorded (submit status %s; submit cancel %s again)", id, id, id)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return exitFailed, fmt.Errorf("cancel of %s requested, but it has not stopped within %s; its worker may be gone: "+
 			"the next attempt will see the request (submit status %s)", id, cancelWait, id)

@@ -285,3 +285,50 @@ func TestCommandAfterAFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelInterrupted: Ctrl-C while cancel waits for a job whose worker
+// is gone said only "context canceled"; it says the cancel stands.
+func TestCancelInterrupted(t *testing.T) {
+	nc, _ := startWorker(t)
+	ctx := natstest.Context(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "AGENT_STATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Running on a worker that is gone: nothing answers the cancel request.
+	st := `{"id":"gone-worker-1","queue":"default","status":"running","attempt":1,"worker":"gone","task":"x"}`
+	if _, err := kv.Put(ctx, "gone-worker-1", []byte(st)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.Watch(ctx, "gone-worker-1", jetstream.UpdatesOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	runCtx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	stderr := newNotifyBuffer()
+	done := runAsyncTo(runCtx, stderr, "cancel", "gone-worker-1")
+	for recorded := false; !recorded; {
+		select {
+		case e := <-w.Updates():
+			recorded = e != nil && strings.Contains(string(e.Value()), `"cancel_requested":true`)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the cancel was not recorded in the state")
+		}
+	}
+	interrupt()
+	select {
+	case res := <-done:
+		if res.code != 1 || !strings.Contains(res.stderr, "stopped waiting; job gone-worker-1 is running and its cancel stands") ||
+			strings.Contains(res.stderr, "context canceled") {
+			t.Errorf("%+v", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("cancel did not stop")
+	}
+}
