@@ -37,6 +37,9 @@ func globNotes(j *jobs.Job, pool *toolcache.Pool) []string {
 	}
 	var names []string
 	if pool != nil {
+		// The resource bridge the loop adds when the servers list resources:
+		// the globs cover it too.
+		names = append(names, agentloop.ToolListResources, agentloop.ToolReadResource)
 		for _, t := range pool.Registry().List() {
 			if j.Servers == nil || slices.Contains(j.Servers, t.Server) {
 				names = append(names, t.Name, t.Original)
