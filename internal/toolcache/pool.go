@@ -650,7 +650,7 @@ func (c *serverConn) connect(ctx context.Context) (*session, error) {
 		// It died before onDead was set (a server that exits right after
 		// tools/list): publishing it would hand calls a dead session.
 		c.mu.Unlock()
-		err := fmt.Errorf("%w: %w%s", ErrSessionLost, s.deadErr, s.stderrHint())
+		err := fmt.Errorf("%w: %w%s%s", ErrSessionLost, s.deadErr, s.exitHint(exitHintWait), s.stderrHint())
 		_ = s.close()
 		return nil, err
 	}

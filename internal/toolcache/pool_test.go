@@ -139,6 +139,10 @@ func TestKilledMidCall(t *testing.T) {
 		if !errors.Is(err, ErrSessionLost) || !strings.Contains(err.Error(), `"victim"`) {
 			t.Fatalf("in-flight call error = %v, want ErrSessionLost naming the server", err)
 		}
+		// "transport closed" alone did not say the server was killed.
+		if !strings.Contains(err.Error(), "(the server process ended: signal: killed)") {
+			t.Errorf("in-flight call error = %v, want it to say how the server ended", err)
+		}
 		t.Logf("in-flight call: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("in-flight call did not return after the server was killed")

@@ -60,6 +60,9 @@ type session struct {
 	stderr *tailBuffer   // a child's stderr, complete once exited is closed
 	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
 	pid    int
+	// ending: the pool itself is ending the child (close, a failed
+	// handshake), so how it ended is no news (see exitHint).
+	ending atomic.Bool
 	ctx    context.Context    // the process/session context, ended by close
 	cancel context.CancelFunc // ends ctx (last resort kill)
 	http   *http.Client       // an HTTP or SSE session's own client
@@ -257,6 +260,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		err = s.withTooLarge(err)
 		// A server that fails the handshake usually says why on stderr.
 		s.awaitStderr(transportBroken(err, false))
+		exit := s.exitHint(exitHintWait)
 		_ = s.close()
 		what := "initialize"
 		if modernProtocol(version) {
@@ -266,7 +270,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			// mcp-go's "likely a legacy SSE server" named no setting.
 			err = fmt.Errorf(`%w: if it is one (its url often ends in /sse), set "type": "sse" for server %q in the MCP servers file`, err, name)
 		}
-		return nil, fmt.Errorf("%s: %w%s", what, err, s.stderrHint())
+		return nil, fmt.Errorf("%s: %w%s%s", what, err, exit, s.stderrHint())
 	}
 	s.modern.Store(mcp.IsModernProtocol(res.ProtocolVersion))
 	s.protocol = res.ProtocolVersion
@@ -541,6 +545,12 @@ func (s *session) isDead() bool {
 // and the background goroutines are waited for.
 func (s *session) close() error {
 	s.closeOnce.Do(func() {
+		if !s.isDead() {
+			// Ending a live session: how the child then ends is ours. A
+			// broken one's child most likely ended (or is ending) by
+			// itself, which is what its calls' errors say.
+			s.ending.Store(true)
+		}
 		s.markDead(ErrClosed)
 		if s.pid > 0 && !errors.Is(s.deadErr, ErrClosed) {
 			// A broken session gets no graceful stdin-close/SIGTERM grace
@@ -605,12 +615,43 @@ func (s *session) awaitStderr(exiting bool) {
 	}
 	if s.pid > 0 {
 		// Not yet waited for (close does that), so the pid is still ours.
+		s.ending.Store(true)
 		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 	}
 	select {
 	case <-s.exited:
 	case <-time.After(5 * time.Second):
 	}
+}
+
+// exitHintWait bounds the wait for a child's exit status once its
+// session broke: its stdout closing comes a moment before Wait returns.
+const exitHintWait = 250 * time.Millisecond
+
+// exitHint says how a stdio server's process ended, for error messages
+// ("(the server process ended: signal: killed)", "exit status 3"):
+// "transport closed" alone did not say whether the server crashed, was
+// killed or exited. Empty for other transports, a process still running
+// after wait, or one the pool ended itself.
+func (s *session) exitHint(wait time.Duration) string {
+	if s.proc == nil {
+		return ""
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.proc.done:
+	case <-t.C:
+		return ""
+	}
+	if s.ending.Load() {
+		return ""
+	}
+	how := "exit status 0"
+	if s.proc.waitErr != nil {
+		how = s.proc.waitErr.Error()
+	}
+	return " (the server process ended: " + how + ")"
 }
 
 // stderrHint is the tail of the child's stderr, for error messages.
@@ -655,7 +696,7 @@ func (s *session) do(ctx context.Context, method string, f func(context.Context)
 		return &RPCError{Server: s.server, Method: method, Code: e.Code, Message: e.Message}
 	case transportBroken(err, s.modern.Load()) || s.isDead():
 		s.markDead(err)
-		return fmt.Errorf("%w (the request may or may not have run): server %q: %s: %w%s", ErrSessionLost, s.server, method, err, s.stderrHint())
+		return fmt.Errorf("%w (the request may or may not have run): server %q: %s: %w%s%s", ErrSessionLost, s.server, method, err, s.exitHint(exitHintWait), s.stderrHint())
 	}
 	return fmt.Errorf("server %q: %s: %w", s.server, method, err)
 }

@@ -1,0 +1,35 @@
+package toolcache
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServerExitNamed: a stdio server that exits during the handshake
+// failed with "initialize: transport error: transport closed" and its
+// stderr, not saying that it exited or how; one the pool ends itself (it
+// never answers) is not said to have ended on its own.
+func TestServerExitNamed(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	s.ConnectTimeout, s.HealthInterval, s.BackoffInitial, s.BackoffMax = 2*time.Second, 0, time.Hour, time.Hour
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{
+		"exits":  {Command: "sh", Args: []string{"-c", "echo 'fatal: no database' >&2; exit 3"}},
+		"clean":  {Command: "sh", Args: []string{"-c", "exit 0"}},
+		"silent": {Command: "sh", Args: []string{"-c", "exec sleep 60"}},
+	}}, WithSettings(s))
+	want := map[string]string{
+		"exits":  "initialize: transport error: transport closed (the server process ended: exit status 3) (server stderr: fatal: no database)",
+		"clean":  "initialize: transport error: transport closed (the server process ended: exit status 0)",
+		"silent": "(no answer within the connect timeout 2s)",
+	}
+	for _, st := range p.Status() {
+		if st.State != StateFailed || !strings.Contains(st.Error, want[st.Name]) {
+			t.Errorf("%s: %s %q, want failed with %q", st.Name, st.State, st.Error, want[st.Name])
+		}
+		if st.Name == "silent" && strings.Contains(st.Error, "process ended") {
+			t.Errorf("%s: %q: the pool ended it, not the server", st.Name, st.Error)
+		}
+	}
+}
