@@ -18,15 +18,24 @@ func TestServerExitNamed(t *testing.T) {
 		"exits":  {Command: "sh", Args: []string{"-c", "echo 'fatal: no database' >&2; exit 3"}},
 		"clean":  {Command: "sh", Args: []string{"-c", "exit 0"}},
 		"silent": {Command: "sh", Args: []string{"-c", "exec sleep 60"}},
+		// What a server prints to stdout that is no JSON-RPC is dropped
+		// by mcp-go: its usage (wrong arguments), or a banner.
+		"usage":  {Command: "sh", Args: []string{"-c", "echo 'Usage: server --root DIR'; exit 2"}},
+		"banner": {Command: "sh", Args: []string{"-c", "echo '{\"jsonrpc\":\"2.0\",\"method\":\"x\"}'; printf 'Starting\\n  server on stdio\\n\\377'; exec sleep 60"}},
 	}}, WithSettings(s))
 	want := map[string]string{
 		"exits":  "initialize: transport error: transport closed (the server process ended: exit status 3) (server stderr: fatal: no database)",
 		"clean":  "initialize: transport error: transport closed (the server process ended: exit status 0)",
 		"silent": "(no answer within the connect timeout 2s)",
+		"usage":  `(the server process ended: exit status 2) (server stdout, not JSON-RPC: "Usage: server --root DIR")`,
+		"banner": "(no answer within the connect timeout 2s) (server stdout, not JSON-RPC, the last of 3: \"\uFFFD\")",
 	}
 	for _, st := range p.Status() {
 		if st.State != StateFailed || !strings.Contains(st.Error, want[st.Name]) {
 			t.Errorf("%s: %s %q, want failed with %q", st.Name, st.State, st.Error, want[st.Name])
+		}
+		if (st.Name == "silent" || st.Name == "exits") && strings.Contains(st.Error, "stdout") {
+			t.Errorf("%s: %q: it wrote nothing to stdout", st.Name, st.Error)
 		}
 		if st.Name == "silent" && strings.Contains(st.Error, "process ended") {
 			t.Errorf("%s: %q: the pool ended it, not the server", st.Name, st.Error)

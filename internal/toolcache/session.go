@@ -270,7 +270,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			// mcp-go's "likely a legacy SSE server" named no setting.
 			err = fmt.Errorf(`%w: if it is one (its url often ends in /sse), set "type": "sse" for server %q in the MCP servers file`, err, name)
 		}
-		return nil, fmt.Errorf("%s: %w%s%s", what, err, exit, s.stderrHint())
+		return nil, fmt.Errorf("%s: %w%s%s%s", what, err, exit, s.stderrHint(), s.strayHint())
 	}
 	s.modern.Store(mcp.IsModernProtocol(res.ProtocolVersion))
 	s.protocol = res.ProtocolVersion
@@ -652,6 +652,15 @@ func (s *session) exitHint(wait time.Duration) string {
 		how = s.proc.waitErr.Error()
 	}
 	return " (the server process ended: " + how + ")"
+}
+
+// strayHint quotes the last line a stdio server wrote to stdout that was
+// no JSON-RPC message, for the handshake's error.
+func (s *session) strayHint() string {
+	if s.proc == nil || s.proc.out == nil {
+		return ""
+	}
+	return s.proc.out.strayHint()
 }
 
 // stderrHint is the tail of the child's stderr, for error messages.

@@ -1,6 +1,7 @@
 package toolcache
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -32,6 +35,8 @@ type stdioProc struct {
 	stderr *os.File
 	// stdout is the read end of its stdout, read by mcp-go.
 	stdout *os.File
+	// out is how mcp-go reads stdout (bounded, and sniffed for stray lines).
+	out *lineBound
 	// done is closed when cmd.Wait returned; waitErr is its error.
 	done    chan struct{}
 	waitErr error
@@ -97,6 +102,7 @@ func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, tooL
 		close(p.done)
 	}()
 	out := &lineBound{b: &limitedBody{ReadCloser: outR, left: maxMessageBytes, perLine: true, tooLarge: tooLarge}, onTooLarge: onTooLarge}
+	p.out = out
 	// No logging reader: the session reads stderr itself (p.stderr), and
 	// mcp-go's Close would otherwise close it under that reader.
 	tr := transport.NewIO(out, inW, nil)
@@ -140,6 +146,69 @@ type lineBound struct {
 	b          *limitedBody
 	onTooLarge func()
 	err        error
+	// The last line that was no JSON-RPC message (its start): mcp-go
+	// drops such lines without a word, and a server that prints its usage
+	// or a banner to stdout and exits, or then never answers, failed with
+	// only "transport closed" or the connect timeout.
+	mu         sync.Mutex
+	midLine    bool // the last read ended inside a line
+	inStray    bool // ... of a stray line, still being captured
+	stray      []byte
+	strayCount int
+}
+
+// maxStray bounds what is kept of a stray stdout line.
+const maxStray = 200
+
+// sniff records the stray (non-JSON) lines of p.
+func (l *lineBound) sniff(p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(p) > 0 {
+		if !l.midLine {
+			start := bytes.TrimLeft(p, " \t\r")
+			if len(start) == 0 {
+				return // the line's first byte is in a later read
+			}
+			if start[0] == '\n' {
+				p = start[1:]
+				continue
+			}
+			p = start
+			l.midLine, l.inStray = true, p[0] != '{' && p[0] != '['
+			if l.inStray {
+				l.stray, l.strayCount = l.stray[:0], l.strayCount+1
+			}
+		}
+		end := bytes.IndexByte(p, '\n')
+		line := p
+		if end >= 0 {
+			line = p[:end]
+		}
+		if l.inStray && len(l.stray) < maxStray {
+			l.stray = append(l.stray, line[:min(len(line), maxStray-len(l.stray))]...)
+		}
+		if end < 0 {
+			return
+		}
+		l.midLine, l.inStray = false, false
+		p = p[end+1:]
+	}
+}
+
+// strayHint quotes the last stray stdout line, for error messages.
+func (l *lineBound) strayHint() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.strayCount == 0 {
+		return ""
+	}
+	line := strings.ToValidUTF8(strings.TrimSpace(string(l.stray)), "\uFFFD")
+	more := ""
+	if l.strayCount > 1 {
+		more = fmt.Sprintf(", the last of %d", l.strayCount)
+	}
+	return fmt.Sprintf(" (server stdout, not JSON-RPC%s: %q)", more, line)
 }
 
 func (l *lineBound) Read(p []byte) (int, error) {
@@ -147,6 +216,7 @@ func (l *lineBound) Read(p []byte) (int, error) {
 		return 0, l.err
 	}
 	n, err := l.b.Read(p)
+	l.sniff(p[:n])
 	switch {
 	case errors.Is(err, errMessageTooLarge):
 		l.err = io.EOF
