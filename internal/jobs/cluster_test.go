@@ -243,11 +243,18 @@ func runJobs(t *testing.T, r *testRunner, c *Client, prefix string, n int) {
 		}
 	}
 	by := map[string]int{}
+	retried := 0
 	for i := range n {
 		id := fmt.Sprintf("%s%d", prefix, i)
 		st := waitStatus(t, c, id)
-		if st.Status != StatusSucceeded || st.Result.Answer != prefix || st.Attempt != 1 {
+		if st.Status != StatusSucceeded || st.Result.Answer != prefix {
 			t.Errorf("%s: %+v", id, st)
+		}
+		// A later attempt is no fault by itself: on a loaded machine a
+		// delivery can outlast its ack wait during a leader change and be
+		// claimed again. What must hold is that the job ran once (below).
+		if st.Attempt != 1 {
+			retried++
 		}
 		by[st.Worker]++
 	}
@@ -257,7 +264,7 @@ func runJobs(t *testing.T, r *testRunner, c *Client, prefix string, n int) {
 			t.Errorf("%s ran %d times", id, r.runCount(id))
 		}
 	}
-	t.Logf("jobs %s*: by worker %v", prefix, by)
+	t.Logf("jobs %s*: by worker %v, %d on a later attempt", prefix, by, retried)
 }
 
 // checkReplicated checks every stream (the KV bucket and object store are
