@@ -126,7 +126,7 @@ func TestBatchInterrupted(t *testing.T) {
 }
 
 // TestBatchDetach: --detach with --file submits every line and returns,
-// writing one receipt per line (status queued) without waiting.
+// writing one receipt per line (its state then) without waiting.
 func TestBatchDetach(t *testing.T) {
 	startWorker(t)
 	in := writeLines(t, `"block"`, `{"id":"bd-2","task":"echo:b"}`, `{"task":""}`)
@@ -139,7 +139,9 @@ func TestBatchDetach(t *testing.T) {
 	if r := got[1]; r.Status.Terminal() || r.ID == "" {
 		t.Errorf("line 1: want a queued receipt, got %+v", r)
 	}
-	if r := got[2]; r.ID != "bd-2" || r.Status.Terminal() {
+	// The receipt is the state when it was written: an echo job a worker
+	// took at once may be running or even done by then.
+	if r := got[2]; r.ID != "bd-2" || (r.Status.Terminal() && r.Status != jobs.StatusSucceeded) {
 		t.Errorf("line 2: %+v", r)
 	}
 	if r := got[3]; r.Status != jobs.StatusFailed || !strings.Contains(r.Error, "minLength") {
