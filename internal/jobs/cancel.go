@@ -44,8 +44,12 @@ func cancelTransition(ctx context.Context, topo *Topology, states *stateStore, n
 		case cur.Status.Terminal():
 			return nil, nil
 		case cur.Status == StatusQueued:
-			cur.Status, cur.Error, cur.FinishedAt = StatusCancelled, cancelQueuedWhy, now
-			cur.Result = &Result{ID: id, Queue: cur.Queue, Status: StatusCancelled, Error: cancelQueuedWhy}
+			why := cancelQueuedWhy
+			if cur.Attempt > 0 { // handed back: one ran
+				why = fmt.Sprintf("cancelled on request between attempts, after attempt %d", cur.Attempt)
+			}
+			cur.Status, cur.Error, cur.FinishedAt = StatusCancelled, why, now
+			cur.Result = &Result{ID: id, Queue: cur.Queue, Status: StatusCancelled, Error: why}
 		case cur.CancelRequested:
 			return nil, nil // asked already
 		default: // running: the worker settles it

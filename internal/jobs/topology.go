@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/cfgerr"
@@ -571,6 +572,10 @@ func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topolo
 	fail := func(what string, err error) error {
 		if perm := permissionDenied(js.Conn()); perm != nil {
 			return fmt.Errorf("%s: %w: %w%s", what, err, perm, permissionHint)
+		}
+		if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) {
+			// No JetStream API on the server: no worker could have run there.
+			return fmt.Errorf("%s: %w (is JetStream enabled on the NATS server? nats-server -js, or jetstream {} in its config)", what, err)
 		}
 		return fmt.Errorf("%s: %w; is a worker running? it creates the streams and buckets at start", what, err)
 	}

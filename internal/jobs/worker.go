@@ -744,6 +744,16 @@ func headerBytes(h nats.Header) int {
 	return n
 }
 
+// cancelledBetween is errCancelled for a job cancelled between attempts:
+// one ran, so "before it ran" would be false.
+type cancelledBetween struct{ after int }
+
+func (c cancelledBetween) Error() string {
+	return fmt.Sprintf("cancelled between attempts, after attempt %d", c.after)
+}
+
+func (cancelledBetween) Is(target error) bool { return target == errCancelled }
+
 // Claim outcomes that stop a delivery before it runs.
 var (
 	errFinal     = errors.New("job already finished")
@@ -823,6 +833,9 @@ func (w *Worker) run(d delivery) {
 			case cur.Status.Terminal():
 				return nil, fmt.Errorf("%w: job id %s already ended (%s, stream sequence %d): submit the job "+
 					"again under another id", errReused, d.id, cur.Status, cur.StreamSeq)
+			case cur.CancelRequested && cur.Attempt > 0:
+				// Between attempts: one ran, so "before it ran" would be false.
+				return nil, cancelledBetween{cur.Attempt}
 			case cur.CancelRequested:
 				return nil, errCancelled
 			case cur.Status == StatusRunning && cur.StreamSeq != 0 && cur.StreamSeq != d.seq:
@@ -892,7 +905,11 @@ func (w *Worker) run(d delivery) {
 	case errors.Is(err, errCancelled):
 		w.startAttempt(&d)
 		defer d.ended("lost")
-		w.settle(d, nil, StatusCancelled, "cancelled before it ran")
+		why := "cancelled before it ran"
+		if cb := (cancelledBetween{}); errors.As(err, &cb) {
+			why = cb.Error()
+		}
+		w.settle(d, nil, StatusCancelled, why)
 		return
 	case err != nil:
 		delay := w.retryDelay(d.deliveries) // doubling, as for the owner check above
