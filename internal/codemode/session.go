@@ -561,33 +561,18 @@ func trimSpace(b []byte) []byte {
 // counting no further than limit+1.
 func jsonDepth(s string, limit int) int {
 	depth, max := 0, 0
-	inStr := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
+	structural(s, func(c byte) bool {
 		switch c {
-		case '"':
-			inStr = true
 		case '[', '{':
 			depth++
 			if depth > max {
 				max = depth
-				if max > limit {
-					return max
-				}
 			}
 		case ']', '}':
 			depth--
 		}
-	}
+		return max <= limit
+	})
 	return max
 }
 
@@ -597,6 +582,21 @@ func jsonDepth(s string, limit int) int {
 // more than the guards allow.
 func jsonSize(s string) (containers, values int) {
 	values = 1
+	structural(s, func(c byte) bool {
+		switch c {
+		case '[', '{':
+			containers++
+		case ',':
+			values++
+		}
+		return true
+	})
+	return containers, values
+}
+
+// structural calls visit with each byte of a JSON text outside its
+// strings, until visit returns false.
+func structural(s string, visit func(c byte) bool) {
 	inStr := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -609,16 +609,14 @@ func jsonSize(s string) (containers, values int) {
 			}
 			continue
 		}
-		switch c {
-		case '"':
+		if c == '"' {
 			inStr = true
-		case '[', '{':
-			containers++
-		case ',':
-			values++
+			continue
+		}
+		if !visit(c) {
+			return
 		}
 	}
-	return containers, values
 }
 
 // scanString reports whether the string v has a character that is not
