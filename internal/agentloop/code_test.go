@@ -118,17 +118,7 @@ return "ok";`
 // another way than the record ends with a clear error.
 func TestCodeModeIsDurable(t *testing.T) {
 	t.Parallel()
-	fx := &effects{}
-	tools := effectsView(t, fx)
-	store := &dyingStore{}
-	ctx1, kill := context.WithCancel(t.Context())
-	defer kill()
-	fx.onWrite = func(arg string) {
-		if strings.HasPrefix(arg, "b-") {
-			store.kill()
-			kill()
-		}
-	}
+	fx, tools, store, ctx1 := dyingEffects(t, func(arg string) bool { return strings.HasPrefix(arg, "b-") })
 	script := `const t = Date.now();
 await tools.write({arg: "a"});
 try { await tools.write({arg: "b-" + t}); } catch (e) { console.log("second:", e.message); }

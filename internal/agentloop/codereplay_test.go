@@ -1,7 +1,6 @@
 package agentloop_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -19,17 +18,7 @@ import (
 // not complete, publishes its events.
 func TestCompletedCodeCallNotPublishedAgain(t *testing.T) {
 	t.Parallel()
-	fx := &effects{}
-	tools := effectsView(t, fx)
-	store := &dyingStore{}
-	ctx1, kill := context.WithCancel(t.Context())
-	defer kill()
-	fx.onWrite = func(arg string) {
-		if arg == "kill" {
-			store.kill()
-			kill()
-		}
-	}
+	fx, tools, store, ctx1 := dyingEffects(t, func(arg string) bool { return arg == "kill" })
 	first := `const t = Date.now(); await tools.write({arg: "a"});
 try { await tools.write({arg: 7}) } catch (e) { console.log("invalid") }
 return (await tools.read({arg: "x"})) + " at " + t + " " + Math.random() + " " + new Date().toISOString();`

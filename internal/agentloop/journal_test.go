@@ -43,6 +43,26 @@ func (s *dyingStore) Put(_ context.Context, key string, v []byte) error {
 
 func (s *dyingStore) kill() { s.mu.Lock(); s.dead = true; s.mu.Unlock() }
 
+// dyingEffects is an effects server and a journal store that die like a
+// killed worker while write runs with an arg for which dies is true: the
+// store stores nothing more and the returned context (the first
+// attempt's) ends.
+func dyingEffects(t *testing.T, dies func(arg string) bool) (*effects, *toolcache.View, *dyingStore, context.Context) {
+	t.Helper()
+	fx := &effects{}
+	tools := effectsView(t, fx)
+	store := &dyingStore{}
+	ctx, kill := context.WithCancel(t.Context())
+	t.Cleanup(kill)
+	fx.onWrite = func(arg string) {
+		if dies(arg) {
+			store.kill()
+			kill()
+		}
+	}
+	return fx, tools, store, ctx
+}
+
 func (s *dyingStore) snapshot() map[string][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,18 +148,9 @@ func TestJournalNoCompletedCallRunsAgain(t *testing.T) {
 }
 
 func journalNoCompletedCallRunsAgain(t *testing.T, withCheckpoint bool) {
-	fx := &effects{}
-	tools := effectsView(t, fx)
-	store := &dyingStore{}
+	// The worker dies while write(c) runs.
+	fx, tools, store, ctx1 := dyingEffects(t, func(arg string) bool { return arg == "c" })
 	cps := &checkpoints{}
-	ctx1, kill := context.WithCancel(t.Context())
-	defer kill()
-	fx.onWrite = func(arg string) {
-		if arg == "c" { // the worker dies while write(c) runs
-			store.kill()
-			kill()
-		}
-	}
 	s1 := llmtest.NewServer(t,
 		toolReply(call("write", `{"arg":"a"}`)),
 		toolReply(call("write", `{"arg":"b"}`), call("read", `{"arg":"x"}`), call("write", `{"arg":"c"}`)),
@@ -290,17 +301,7 @@ func journalFinalAnswerNotAskedAgain(t *testing.T, maxRounds int) {
 // their events no more than a completed call's.
 func TestJournalReplayedRoundsPublishNothingAgain(t *testing.T) {
 	t.Parallel()
-	fx := &effects{}
-	tools := effectsView(t, fx)
-	store := &dyingStore{}
-	ctx1, kill := context.WithCancel(t.Context())
-	defer kill()
-	fx.onWrite = func(arg string) {
-		if arg == "b" {
-			store.kill()
-			kill()
-		}
-	}
+	_, tools, store, ctx1 := dyingEffects(t, func(arg string) bool { return arg == "b" })
 	s1 := llmtest.NewServer(t,
 		toolReply(call("search_tools", `{"query":"write something"}`)),
 		toolReply(call("call_tool", `{"name":"write","arguments":{"arg":"a"}}`)),
