@@ -23,9 +23,12 @@ func TestServerExitNamed(t *testing.T) {
 		"usage":  {Command: "sh", Args: []string{"-c", "echo 'Usage: server --root DIR'; exit 2"}},
 		"banner": {Command: "sh", Args: []string{"-c", "echo '{\"jsonrpc\":\"2.0\",\"method\":\"x\"}'; printf 'Starting\\n  server on stdio\\n\\377'; exec sleep 60"}},
 	}}, WithSettings(s))
+	// A server that exits at once fails the handshake as "transport
+	// closed" or, when it is gone before initialize is written, "broken
+	// pipe": which one is timing, what is added to either is not.
 	want := map[string]string{
-		"exits":  "initialize: transport error: transport closed (the server process ended: exit status 3) (server stderr: fatal: no database)",
-		"clean":  "initialize: transport error: transport closed (the server process ended: exit status 0)",
+		"exits":  "(the server process ended: exit status 3) (server stderr: fatal: no database)",
+		"clean":  "(the server process ended: exit status 0)",
 		"silent": "(no answer within the connect timeout 2s)",
 		"usage":  `(the server process ended: exit status 2) (server stdout, not JSON-RPC: "Usage: server --root DIR")`,
 		"banner": "(no answer within the connect timeout 2s) (server stdout, not JSON-RPC, the last of 3: \"\uFFFD\")",
