@@ -625,8 +625,10 @@ func (s *session) awaitStderr(exiting bool) {
 }
 
 // exitHintWait bounds the wait for a child's exit status once its
-// session broke: its stdout closing comes a moment before Wait returns.
-const exitHintWait = 250 * time.Millisecond
+// session broke: its stdout closing comes a moment before Wait returns
+// (a moment that 250 ms did not always cover on a loaded machine). Only an
+// error waits, and only for a child that broke the session but lives on.
+const exitHintWait = time.Second
 
 // exitHint says how a stdio server's process ended, for error messages
 // ("(the server process ended: signal: killed)", "exit status 3"):
