@@ -63,17 +63,6 @@ func (b *notifyBuffer) waitFor(t *testing.T, text string) {
 	}
 }
 
-// runAsyncTo is runAsync with any stderr.
-func runAsyncTo(ctx context.Context, stderr *notifyBuffer, args ...string) <-chan result {
-	done := make(chan result, 1)
-	go func() {
-		var out bytes.Buffer
-		code := run(ctx, args, strings.NewReader(""), &out, stderr)
-		done <- result{code, out.String(), stderr.String()}
-	}()
-	return done
-}
-
 // TestWatchSaysWhenNATSGoesAway: a watch whose NATS server stops says that
 // the connection is lost and that it is back (it said nothing, then only
 // "nats: consumer not active"), and still follows the job to its end.
@@ -109,7 +98,7 @@ func TestWatchSaysWhenNATSGoesAway(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stderr := newNotifyBuffer()
-	done := runAsyncTo(ctx, stderr, "watch", "outage-1")
+	done := runAsync(ctx, stderr, "watch", "outage-1")
 	stderr.waitFor(t, "blocking") // the watch has the job's events
 
 	s.Shutdown()
@@ -312,7 +301,7 @@ func TestCancelInterrupted(t *testing.T) {
 	runCtx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	stderr := newNotifyBuffer()
-	done := runAsyncTo(runCtx, stderr, "cancel", "gone-worker-1")
+	done := runAsync(runCtx, stderr, "cancel", "gone-worker-1")
 	for recorded := false; !recorded; {
 		select {
 		case e := <-w.Updates():

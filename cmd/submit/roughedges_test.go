@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,8 +40,12 @@ func (b *watchBuffer) String() string {
 	return b.buf.String()
 }
 
-// runAsync runs the command until ctx ends; the result arrives on the channel.
-func runAsync(ctx context.Context, stderr *watchBuffer, args ...string) <-chan result {
+// runAsync runs the command until ctx ends, its stderr into stderr (a
+// watchBuffer or notifyBuffer); the result arrives on the channel.
+func runAsync(ctx context.Context, stderr interface {
+	io.Writer
+	String() string
+}, args ...string) <-chan result {
 	done := make(chan result, 1)
 	go func() {
 		var out bytes.Buffer
