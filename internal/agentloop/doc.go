@@ -41,8 +41,9 @@
 // full ones; search mode keeps its array untouched). The rejected reply
 // never enters history. After Config.SchemaRetries retries the calls still
 // invalid get the errors as their tool results. Arguments that are not a
-// JSON object, and unknown tool names (answered with the closest names), go
-// back as error results at once.
+// JSON object, and unknown tool names (answered with the closest names,
+// and the job's servers that are down with no tools listed, whose tools
+// may be the one meant), go back as error results at once.
 //
 // # Rounds
 //

@@ -73,6 +73,13 @@ type liveGetter interface {
 	Get(name string) (toolcache.Tool, bool)
 }
 
+// unavailableLister is a ToolSet that names its servers that are down
+// with no tools listed (toolcache.View), whose tools are therefore missing
+// from the job's catalog.
+type unavailableLister interface {
+	Unavailable() []toolcache.ServerStatus
+}
+
 // callNames names the tools of calls (the real one behind call_tool),
 // each once, at most five; a call of an unknown name runs nothing.
 func callNames(calls []*call) string {
@@ -179,6 +186,9 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	j.reg = newRegistry(cat)
 	if g, ok := in.Tools.(liveGetter); ok {
 		j.reg.live = g.Get
+	}
+	if u, ok := in.Tools.(unavailableLister); ok {
+		j.reg.unavailable = u.Unavailable
 	}
 	for _, c := range cat.clashes {
 		j.emit(ctx, EventToolClash, 0, c)

@@ -70,6 +70,10 @@ type registry struct {
 	// toolcache.View's Get), which may have grown since the job started;
 	// nil for a ToolSet without one. Only errors use it.
 	live func(name string) (toolcache.Tool, bool)
+	// unavailable lists the ToolSet's servers that are down with no tools
+	// listed (a toolcache.View's Unavailable); nil for a ToolSet without
+	// one. Only errors use it.
+	unavailable func() []toolcache.ServerStatus
 
 	// index is the job's own search index, only for a ToolSet that does
 	// not search a shared one (see searchTools).
@@ -155,10 +159,79 @@ func (r *registry) unknownToolError(name string, direct bool) error {
 		}
 	}
 	closest := closestNames(name, names, 5)
+	if r.unavailable != nil {
+		if down := r.unavailable(); len(down) > 0 {
+			return downServersError(name, down, closest)
+		}
+	}
 	if len(closest) == 0 {
 		return fmt.Errorf("unknown tool %q (no tools are available)", name)
 	}
 	return fmt.Errorf("unknown tool %q; closest names: %s", name, strings.Join(closest, ", "))
+}
+
+// maxDownReason bounds the reason quoted for an unavailable server (its
+// error can carry the end of a child's stderr).
+const maxDownReason = 300
+
+// downServersError is unknownToolError's answer while some of the job's
+// servers are down with no tools listed: their tools are missing from the
+// catalog, so "closest names" alone had the model guess other names for a
+// tool that exists. A name qualified with such a server's name is surely
+// one of its tools; any other may be.
+func downServersError(name string, down []toolcache.ServerStatus, closest []string) error {
+	what := func(st toolcache.ServerStatus) string {
+		s := fmt.Sprintf("MCP server %q is unavailable (%s", st.Name, st.State)
+		if st.Error != "" {
+			s += ": " + cutText(st.Error, maxDownReason)
+		}
+		return s + ")"
+	}
+	const later = "the worker keeps reconnecting it, but this job's catalog was fixed when it started: calling it again in this job " +
+		"will not help, and a job started once it is back can call them"
+	if st, ok := qualifiedBy(name, down); ok {
+		return fmt.Errorf("unknown tool %q: its %s, so none of its tools are in this job's catalog; %s", name, what(st), later)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "unknown tool %q; it may be one of the tools of a server that is down: ", name)
+	for i, st := range down {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(what(st))
+	}
+	b.WriteString(", and offers no tools to this job (" + later + ")")
+	if len(closest) > 0 {
+		b.WriteString("; closest names of the available tools: " + strings.Join(closest, ", "))
+	}
+	return errors.New(b.String())
+}
+
+// qualifiedBy finds the server of down whose name qualifies name, as
+// server__tool (the catalog's form, or Claude Code's mcp__server__tool),
+// server.tool, server/tool or server:tool.
+func qualifiedBy(name string, down []toolcache.ServerStatus) (toolcache.ServerStatus, bool) {
+	n := strings.TrimPrefix(strings.TrimSpace(name), "mcp__")
+	for _, st := range down {
+		for _, sep := range []string{"__", ".", "/", ":"} {
+			if rest, ok := strings.CutPrefix(n, st.Name+sep); ok && rest != "" {
+				return st, true
+			}
+		}
+	}
+	return toolcache.ServerStatus{}, false
+}
+
+// cutText is s cut to at most n bytes on a rune boundary, saying so.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // validator compiles the entry's verbatim input schema once.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // View is what one job sees of the pool: the tools of the servers it named,
@@ -415,6 +417,27 @@ func (v *View) readResource(ctx context.Context, uriOrName string) (string, erro
 		return "", errors.New("no server in this job has it")
 	}
 	return "", errors.Join(errs...)
+}
+
+// Unavailable lists the view's servers that offer it no tools because
+// they are not connected and list none: they failed to connect, or are
+// still (re)connecting, since before they ever listed a tool. Their tools
+// are missing from the catalog, not unknown, and a model calling one
+// should be told so. A server that listed its tools before it went down
+// keeps offering them (their calls fail with ErrServerUnavailable), and
+// one that is up with no tools is not unavailable. Sorted by name; errors
+// are redacted as in Status.
+func (v *View) Unavailable() []ServerStatus {
+	var out []ServerStatus
+	for _, name := range v.serverNames() {
+		st := v.p.conns[name].status()
+		if st.Tools > 0 || st.State == StateReady || st.State == StateClosed {
+			continue
+		}
+		st.Error = redact.Text(st.Error, v.p.secrets)
+		out = append(out, st)
+	}
+	return out
 }
 
 func (v *View) serverNames() []string {
