@@ -71,6 +71,12 @@ type session struct {
 	tooLarge atomic.Bool
 	wg       sync.WaitGroup // the stderr watcher, the listen loop, cancellations
 
+	// sseBroke is the error of an SSE session's stream that broke before
+	// mcp-go's connection-lost callback was set (sseLostWatched): see
+	// sseStreamWatch.
+	sseBroke       atomic.Pointer[error]
+	sseLostWatched atomic.Bool
+
 	// modern: the session speaks 2026-07-28 (no handshake, no session).
 	modern    atomic.Bool
 	lastHeard atomic.Int64 // UnixNano of the last response or notification
@@ -185,6 +191,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		tr = t
 	case TypeSSE:
 		s.http = newHTTPClient(&s.tooLarge)
+		s.http.Transport = sseStreamWatch{s.http.Transport, s}
 		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(log)}
 		if d.connectTimeout > 0 {
 			// Start waits for the endpoint event on the session's own
@@ -230,6 +237,11 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	if !stopStart() && err == nil {
 		err = ctx.Err() // it ended just after Start, and took the session's context
 	}
+	if broke := s.sseBroke.Load(); broke != nil && err != nil {
+		// The stream's own error, not the "context canceled" of the
+		// Start that sseStreamWatch ended for it.
+		err = *broke
+	}
 	err = d.timedOut(ctx, err)
 	if err != nil {
 		err = s.withTooLarge(err)
@@ -242,6 +254,15 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	// An SSE stream that ends takes the session with it; mcp-go reports that
 	// here (its in-flight requests fail only with untyped errors).
 	s.c.OnConnectionLost(func(err error) { s.markDead(fmt.Errorf("SSE stream lost: %w", err)) })
+	if cfg.Type == TypeSSE {
+		s.sseLostWatched.Store(true) // from now on mcp-go reports a broken stream
+		if broke := s.sseBroke.Load(); broke != nil {
+			// It broke after the endpoint event but before the callback
+			// was set: no one else heard of it.
+			_ = s.close()
+			return nil, fmt.Errorf("connect %s: %w", redact.URL(cfg.URL), s.withTooLarge(*broke))
+		}
+	}
 	s.c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if d.notify != nil {
 			d.notify(name, s, n)
@@ -452,6 +473,62 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxMessageBytes, tooLarge: t.tooLarge}
 	}
 	return resp, nil
+}
+
+// sseStreamWatch watches the event stream of a legacy SSE session (its
+// GET) while it connects. mcp-go's Start waits for the endpoint event
+// until its timeout, and its stream reader tells of a broken stream only
+// through the connection-lost callback, which is set once Start has
+// returned: a line over maxMessageBytes, a stream that ended, or a 200
+// page that is not an event stream failed the connect only at the connect
+// timeout, as "timeout waiting for endpoint". The first read error of the
+// stream before the callback is set is kept in the session's sseBroke and
+// ends the session's context, which ends Start at once.
+type sseStreamWatch struct {
+	base http.RoundTripper
+	s    *session
+}
+
+func (t sseStreamWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || r.Method != http.MethodGet || resp.StatusCode != http.StatusOK || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &sseStreamBody{ReadCloser: resp.Body, s: t.s, contentType: resp.Header.Get("Content-Type")}
+	return resp, nil
+}
+
+type sseStreamBody struct {
+	io.ReadCloser
+	s           *session
+	contentType string
+}
+
+func (b *sseStreamBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.s.sseStreamBroke(err, b.contentType)
+	}
+	return n, err
+}
+
+// sseStreamBroke records err as the reason the connect fails, unless
+// mcp-go reports it already or the session's context ended first (the
+// connect timeout, close): then the read error is only the consequence.
+func (s *session) sseStreamBroke(err error, contentType string) {
+	if s.sseLostWatched.Load() || s.ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, io.EOF) {
+		err = fmt.Errorf("the server ended it (%w)", err)
+	}
+	if !strings.HasPrefix(contentType, "text/event-stream") {
+		err = fmt.Errorf("%w (the response is Content-Type %q, not an event stream: is the url the server's SSE endpoint?)", err, contentType)
+	}
+	err = fmt.Errorf("the SSE stream broke before its endpoint event: %w", err)
+	if s.sseBroke.CompareAndSwap(nil, &err) {
+		s.cancel()
+	}
 }
 
 // withTooLarge adds to err that a response was cut off at maxMessageBytes,
