@@ -641,13 +641,26 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 	}
 	now := time.Now().UTC()
 	mine, ran := true, false
+	// final: this message's state was final already (a redelivery of a
+	// job whose term a restarted server lost). survived: the dead event
+	// of a state that was lost, which the state is rebuilt from. Either
+	// way the job has (or gets back) its one terminal event: a fresh dead
+	// event, under this attempt's message id, was a second one.
+	var final *State
+	var survived *Result
+	looked := false
 	_, err := w.states.updateRetried(context.WithoutCancel(ctx), id, func(cur *State) (*State, error) {
+		final, survived = nil, nil
 		mine = cur == nil || cur.StreamSeq == seq ||
 			(cur.StreamSeq == 0 && !cur.Status.Terminal() && (foreign == nil || !foreign(cur)))
 		// An attempt of this message claimed the job: it may have
 		// journaled (a job refused at the door never ran).
 		ran = cur != nil && cur.StreamSeq == seq && cur.Attempt >= 1
-		if !mine || (cur != nil && cur.Status.Terminal()) {
+		if !mine {
+			return nil, nil
+		}
+		if cur != nil && cur.Status.Terminal() {
+			final = cur
 			return nil, nil
 		}
 		st := &State{ID: id, CreatedAt: now}
@@ -656,6 +669,17 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 		}
 		st.Queue, st.Status, st.Error, st.Result, st.FinishedAt = queue, StatusDead, res.Error, res, now
 		st.Attempt, st.Worker, st.StreamSeq = max(st.Attempt, res.Attempt), w.cfg.WorkerID, seq
+		if cur == nil && !looked {
+			looked = true
+			r, err := w.survivingDeadEvent(ctx, id, queue)
+			if err != nil {
+				w.log.Warn("dead event lookup failed; publishing one", "job", id, "err", err)
+			}
+			survived = r
+		}
+		if survived != nil {
+			st.Error, st.Result, st.Attempt, st.Worker = survived.Error, survived, survived.Attempt, survived.Worker
+		}
 		return st, nil
 	})
 	if err != nil {
@@ -673,6 +697,16 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 		// no progress left.
 		w.forgetProgressOf(ctx, env, w.log.With("job", id))
 	}
+	if final != nil {
+		if err := ensureTerminalEvent(ctx, w.topo, w.names, final); err != nil {
+			w.log.Error("terminal event check failed", "job", id, "err", err)
+		}
+		return nil
+	}
+	if survived != nil {
+		w.log.Info("dead job's lost state rebuilt from its dead event", "job", id, "attempt", survived.Attempt)
+		return nil
+	}
 	if err := env.Emit(ctx, EventDead, 0, res); err != nil {
 		w.log.Error("event publish failed", "job", id, "err", err)
 	}
@@ -680,6 +714,26 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 		w.log.Error("events not acknowledged", "job", id, "events", n, "err", err)
 	}
 	return nil
+}
+
+// survivingDeadEvent returns the result a dead event of job id on queue
+// carries, when the events stream has one: the job was marked dead
+// before, and its state lost (a SIGKILLed nats-server), not its event.
+func (w *Worker) survivingDeadEvent(ctx context.Context, id, queue string) (*Result, error) {
+	m, err := w.topo.Events.GetLastMsgForSubject(ctx, w.names.EventSubject(id, EventDead))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up the dead event of %s: %w", id, err)
+	}
+	var ev Event
+	var r Result
+	if json.Unmarshal(m.Data, &ev) != nil || ev.JobID != id || json.Unmarshal(ev.Data, &r) != nil ||
+		r.ID != id || r.Queue != queue || r.Status != StatusDead {
+		return nil, nil // not one this worker published for the job
+	}
+	return &r, nil
 }
 
 // deadLetter copies a job to the dead-letter stream with the reason. The
