@@ -79,6 +79,36 @@ func readJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) 
 	}
 }
 
+// readSettledJobEvents is readJobEvents of a job whose state is final,
+// once its terminal event is stored. The worker writes the final state
+// first and publishes the terminal event after it (jobs.Worker.settle), so
+// events read as soon as Client.Wait returns may lack it; every other event
+// of the attempt is stored before the state.
+func readSettledJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) []storedEvent {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := jobs.Names{}
+	stream, err := js.Stream(ctx, names.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var terminal []string
+	for _, s := range []jobs.Status{jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusCancelled, jobs.StatusDead} {
+		terminal = append(terminal, names.EventSubject(id, string(s)))
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: terminal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cons.Next(jetstream.FetchContext(ctx)); err != nil {
+		t.Fatalf("no terminal event of %s: %v", id, err)
+	}
+	return readJobEvents(t, ctx, nc, id)
+}
+
 // checkEventSchemas fails the test for each event that does not match
 // schemas/event.schema.json, or whose subject does not name its job and
 // type (agent.events.<job_id>.<type>).

@@ -570,7 +570,7 @@ func testNATSRestart(t *testing.T, ackWait string) {
 	}
 	checkCoherent(t, "transcript", tr.Messages)
 
-	evs := readJobEvents(t, ctx, nc, id)
+	evs := readSettledJobEvents(t, ctx, nc, id)
 	checkEventSchemas(t, evs)
 	gaps := checkOneAttemptAtATime(t, evs)
 	if n := len(evs); n == 0 || evs[n-1].Type != jobs.EventSucceeded {
