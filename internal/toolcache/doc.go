@@ -30,13 +30,14 @@
 // at 64 MiB (an event stream, per line) and an HTTP error body at 2 KiB in
 // the error; a tool definition without a name, with an unusable schema (one
 // whose "type" is not "object": providers refuse the whole request; one
-// nested deeper than MaxSchemaDepth, which would take minutes to compile
-// for validation) or that
+// nested deeper than MaxSchemaDepth, or holding more than MaxSchemaObjects
+// objects, which would take seconds to minutes to compile for validation)
+// or that
 // runs only as an MCP task (execution.taskSupport "required") is left out
 // (and logged), not the server's whole list; a tools/call result
 // mcp-go cannot decode (unknown content types, isError without content) is
-// still given to the model. Not bounded: one line a stdio server writes to
-// stdout (mcp-go reads it whole).
+// still given to the model; one line a stdio server writes to stdout is
+// cut at 64 MiB too, which ends the session (see stdio_proc.go).
 //
 // The credentials a server's URL carries (userinfo, a query's api_key or
 // token: redact.Secrets) are taken out of every error the pool returns and

@@ -24,7 +24,7 @@ import (
 //	              without pause (and serves)
 //	cursorloop    tools/list pages A -> B -> A forever
 //	hugelist      12,000 tools
-//	bigschema     one tool with a 5 MB input schema
+//	bigschema     one tool with a 5 MB input schema (5,000 properties)
 //	bigresult     tools/call answers 10 MiB of text
 //	endlessresult tools/call answers a line that does not end (up to 1 GiB)
 //	endlessinit   initialize is answered so
@@ -62,7 +62,8 @@ var undecodableTools = []string{
 // uncallableTools are tool definitions mcp-go decodes but no call can
 // use (or only at a cost no call is worth), each named bad_*, then two
 // that are fine. The server adds bad_deep, an input schema nested more
-// than MaxSchemaDepth levels, and deep_enough, one just within.
+// than MaxSchemaDepth levels, and deep_enough, one just within; bad_wide,
+// one of more than MaxSchemaObjects objects, and wide_enough, one of as many.
 var uncallableTools = []string{
 	`{"name":"bad_string_type","inputSchema":{"type":"string"}}`,
 	`{"name":"bad_type_list","inputSchema":{"type":["object","null"],"properties":{}}}`,
@@ -148,11 +149,14 @@ func serveHostile(mode string) int {
 			// Built as text: marshalling a map this size under -race is slow.
 			var b strings.Builder
 			b.WriteString(`{"type":"object","properties":{`)
-			for i := range 60000 {
+			// 5,000 properties of 1 KB each: within MaxSchemaObjects (60,000
+			// small ones, as before, are left out: see TestUncallableToolsLeftOut).
+			pad := strings.Repeat("padding ", 128)
+			for i := range 5000 {
 				if i > 0 {
 					b.WriteByte(',')
 				}
-				fmt.Fprintf(&b, `"field_with_a_long_name_%d":{"type":"string","description":"padding padding padding"}`, i)
+				fmt.Fprintf(&b, `"field_with_a_long_name_%d":{"type":"string","description":"%s"}`, i, pad)
 			}
 			b.WriteString(`}}`)
 			return []any{echo, map[string]any{"name": "big", "inputSchema": json.RawMessage(b.String())}}, ""
@@ -172,6 +176,20 @@ func serveHostile(mode string) int {
 			}
 			list = append(list, map[string]any{"name": "bad_deep", "inputSchema": deep(MaxSchemaDepth / 2)},
 				map[string]any{"name": "deep_enough", "inputSchema": deep(MaxSchemaDepth/2 - 1)})
+			wide := func(objects int) json.RawMessage { // the root, properties and objects-2 empty subschemas
+				var b strings.Builder
+				b.WriteString(`{"type":"object","properties":{`)
+				for i := range objects - 2 {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `"f%d":{}`, i)
+				}
+				b.WriteString(`}}`)
+				return json.RawMessage(b.String())
+			}
+			list = append(list, map[string]any{"name": "bad_wide", "inputSchema": wide(MaxSchemaObjects + 1)},
+				map[string]any{"name": "wide_enough", "inputSchema": wide(MaxSchemaObjects)})
 			return list, ""
 		case "names":
 			list = []any{echo}

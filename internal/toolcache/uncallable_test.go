@@ -16,7 +16,9 @@ import (
 // augmentation", as server-everything's simulate-research-query did) or
 // whose schema nests so deep that compiling it for validation costs
 // minutes (seen end to end with bin/worker: 2,000 levels, 42 s before the
-// first call's validation answered) is left out with the reason, and the server's other tools are served; an
+// first call's validation answered) or holds so many subschemas that
+// compiling it costs as much (time about quadratic in their number: 60,000
+// properties, a 5 MB schema, 29 s) is left out with the reason, and the server's other tools are served; an
 // error result that says nothing is named, not given as empty text (the
 // model read "Error: ").
 func TestUncallableToolsLeftOut(t *testing.T) {
@@ -44,6 +46,8 @@ func TestUncallableToolsLeftOut(t *testing.T) {
 		{"bad_task_only", false, `execution.taskSupport is "required"`},
 		{"bad_deep", false, "nests more than 100 levels deep"},
 		{"deep_enough", true, ""},
+		{"bad_wide", false, "holds more than 10000 subschemas"},
+		{"wide_enough", true, ""},
 	}
 	for _, tc := range tools {
 		if got := p.Registry().Has(tc.name); got != tc.listed {
