@@ -62,14 +62,21 @@ func serveClient(t *testing.T, ctx context.Context, nc *nats.Conn, job *jobs.Job
 // waits) and only an authentic answer ends the wait; no answer in time is a
 // clear tool error the model sees, not a hang.
 func TestClientToolWait(t *testing.T) {
-	const ackWait = time.Second
-	h := startClientWorker(t, askModel, map[string]string{
-		"JETAGENT_ACK_WAIT":            ackWait.String(),
-		"JETAGENT_HEARTBEAT":           "200ms",
-		"JETAGENT_CLIENT_TOOL_TIMEOUT": "4s",
-	})
-
 	t.Run("heartbeat while waiting, forged answers ignored", func(t *testing.T) {
+		// Each case has its worker. With one, the client tool timeout (4 s)
+		// had to outlast this case's heartbeat watch (1.5 ack waits) and
+		// the checks after it, or the tool failed before the release: a
+		// race with the machine's speed. Here the client tool waits as long
+		// as the case does (ctx), and the ack wait is 3 s, not 1 s: the
+		// server redelivers once no heartbeat came for the ack wait, so a
+		// stall of under a second of the worker's heartbeat ticker (a busy
+		// machine, -race) failed the case with a redelivery no code caused.
+		const ackWait = 3 * time.Second
+		h := startClientWorker(t, askModel, map[string]string{
+			"JETAGENT_ACK_WAIT":            ackWait.String(),
+			"JETAGENT_HEARTBEAT":           "200ms",
+			"JETAGENT_CLIENT_TOOL_TIMEOUT": "10m",
+		})
 		ctx := natstest.Context(t)
 		job := clientJob(t, "wait-heartbeat", "ask_user")
 		asked, release := make(chan struct{}), make(chan struct{})
@@ -160,6 +167,7 @@ func TestClientToolWait(t *testing.T) {
 	})
 
 	t.Run("no answer in time is a tool error", func(t *testing.T) {
+		h := startClientWorker(t, askModel, map[string]string{"JETAGENT_CLIENT_TOOL_TIMEOUT": "4s"})
 		ctx := natstest.Context(t)
 		job := clientJob(t, "wait-silent", "ask_user")
 		asked := make(chan struct{})

@@ -416,7 +416,11 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	// A cancel reaches the running tool call and the model request: both see
-	// a cancelled context, and the job ends within a second.
+	// a cancelled context, and the job ends cancelled. The bound is ctx
+	// (natstest.WaitTimeout, 30 s), not a second as it was: a loaded machine
+	// takes longer than that to settle a job, and a cancel that did not
+	// reach them still fails it, as the slow call takes a minute and the
+	// model request never ends.
 	for _, tc := range []struct{ task, waitFor string }{{"sleep", "tool.call"}, {"think", "llm.request"}} {
 		t.Run("cancel during "+tc.waitFor, func(t *testing.T) {
 			ctx := natstest.Context(t)
@@ -432,9 +436,7 @@ func TestEndToEnd(t *testing.T) {
 			if _, err := sub.NextMsgWithContext(ctx); err != nil {
 				t.Fatal(err)
 			}
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			st, err := h.client.Cancel(cctx, id)
+			st, err := h.client.Cancel(ctx, id)
 			if err != nil {
 				t.Fatalf("cancel: %v", err)
 			}
