@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -120,24 +119,29 @@ func TestSemanticVectorsInBucket(t *testing.T) {
 	if st, err := kv.Status(ctx); err != nil || st.History() != 1 {
 		t.Errorf("bucket status %v, %v; want history 1", st, err)
 	}
-	var keys []string
+	// Each vector is stored after its text was served: the bucket's
+	// updates are the events to check on, the last one completes it.
+	watch, err := kv.WatchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Stop() //nolint:errcheck // best effort at the end of the test
+	keys := map[string]bool{}
 	for {
 		mu.Lock()
 		n := len(served)
 		mu.Unlock()
-		keys = keys[:0]
-		if kl, err := kv.ListKeys(ctx); err == nil {
-			for k := range kl.Keys() {
-				keys = append(keys, k)
-			}
-		}
 		if n > 0 && len(keys) == n {
 			break
 		}
-		if ctx.Err() != nil {
+		select {
+		case e := <-watch.Updates():
+			if e != nil { // nil marks the end of the keys stored before the watch
+				keys[e.Key()] = true
+			}
+		case <-ctx.Done():
 			t.Fatalf("%d vectors in the bucket, %d texts embedded", len(keys), n)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	mu.Lock()
 	defer mu.Unlock()
