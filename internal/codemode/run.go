@@ -79,6 +79,14 @@ type Limits struct {
 	grace time.Duration
 	// hook, when set, runs after the prelude (tests add natives with it).
 	hook func(*goja.Runtime)
+	// wall, when set, is the wall time limit in place of a WallTime timer:
+	// it is reached when wall delivers or is closed, so that a test
+	// reaches it after an event rather than after a duration a slow
+	// machine may spend setting the runtime up. WallTime still names it.
+	wall <-chan time.Time
+	// exited, when set, is called once the runtime's goroutine has
+	// returned, abandoned or not (tests wait on it).
+	exited func()
 	// guardMemory, when set, sizes the built-in guards instead of
 	// MaxMemory (tests use small guards without a small memory limit).
 	guardMemory int64

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dop251/goja"
 )
 
 func TestRun(t *testing.T) {
@@ -165,7 +167,9 @@ func TestLimits(t *testing.T) {
 		{name: "deep recursion through a built-in", code: "function f() { [1].map(f) }\nf()", lim: Limits{MaxStackDepth: 200}, limit: "call stack"},
 		{name: "recursion caught", code: "function f() { try { return f() } catch (e) { return 0 } }\nf()", lim: Limits{MaxStackDepth: 100}, limit: "call stack"},
 		{name: "code size", code: strings.Repeat("1;\n", 100), lim: Limits{MaxCode: 100}, limit: "code size", wantErr: "the code is 300 bytes, over the limit of 100 bytes"},
-		{name: "output survives a limit", code: "console.log('working');\nwhile (true) {}", lim: Limits{WallTime: 100 * time.Millisecond}, limit: "wall time", wantText: "working"},
+		// The code reaches the limit once it printed (reachWallTime): a
+		// 100 ms timer raced the runtime's set-up on a busy machine.
+		{name: "output survives a limit", code: "console.log('working');\nreachWallTime();\nwhile (true) {}", lim: wallOnCall(Limits{WallTime: 100 * time.Millisecond}), limit: "wall time", wantText: "working"},
 	}
 	for _, tt := range tests {
 		if tt.lim.MaxMemory != 0 {
@@ -176,6 +180,18 @@ func TestLimits(t *testing.T) {
 			checkLimit(t, tt)
 		})
 	}
+}
+
+// wallOnCall is lim with its wall time reached when the code calls
+// reachWallTime(), not after WallTime: the test decides what ran before.
+func wallOnCall(lim Limits) Limits {
+	wall := make(chan time.Time)
+	var once sync.Once
+	lim.wall = wall
+	lim.hook = func(vm *goja.Runtime) {
+		_ = vm.Set("reachWallTime", func() { once.Do(func() { close(wall) }) })
+	}
+	return lim
 }
 
 // TestMemoryLimit is TestLimits' memory case, not in parallel with any
@@ -237,11 +253,12 @@ func TestCancel(t *testing.T) {
 func TestCallContextCancelledOnStop(t *testing.T) {
 	t.Parallel()
 	cat := NewCatalog([]Tool{{Name: "slow"}})
-	h := ctxHost{}
-	// A second, not less: under -race on a busy machine the runtime's set
-	// up took 100 ms, and the limit came before the call (the test failed
-	// so, with "a loop that does not end?").
-	out := cat.Run(context.Background(), `await tools.slow({})`, h, Limits{WallTime: time.Second})
+	// The host reaches the limit once the call runs (Limits.wall): a timer
+	// raced the runtime's set-up, which took 100 ms under -race on a busy
+	// machine, and then came before the call ("a loop that does not end?").
+	wall := make(chan time.Time)
+	h := ctxHost{started: func() { close(wall) }}
+	out := cat.Run(context.Background(), `await tools.slow({})`, h, Limits{WallTime: time.Second, wall: wall})
 	var le *LimitError
 	if !errors.As(out.Err, &le) || le.Limit != "wall time" {
 		t.Fatalf("Err = %v, want the wall time limit", out.Err)
@@ -252,9 +269,14 @@ func TestCallContextCancelledOnStop(t *testing.T) {
 	}
 }
 
-type ctxHost struct{}
+// ctxHost's calls last until their context is done; started, when set, is
+// called as the (single) call starts.
+type ctxHost struct{ started func() }
 
-func (ctxHost) Call(ctx context.Context, seq int, name string, args json.RawMessage) (Result, error) {
+func (h ctxHost) Call(ctx context.Context, seq int, name string, args json.RawMessage) (Result, error) {
+	if h.started != nil {
+		h.started()
+	}
 	<-ctx.Done()
 	return Result{}, ctx.Err()
 }

@@ -97,11 +97,18 @@ func (s *session) run(code string) Output {
 	var res execResult
 	go func() {
 		defer close(done)
+		if s.lim.exited != nil {
+			defer s.lim.exited()
+		}
 		res = s.exec(code)
 	}()
 
-	wall := time.NewTimer(s.lim.WallTime)
-	defer wall.Stop()
+	wallC := s.lim.wall
+	if wallC == nil {
+		wall := time.NewTimer(s.lim.WallTime)
+		defer wall.Stop()
+		wallC = wall.C
+	}
 	tick := time.NewTicker(memEvery)
 	defer tick.Stop()
 	var grace *time.Timer
@@ -127,7 +134,8 @@ func (s *session) run(code string) Output {
 		case <-ctxDone:
 			ctxDone = nil
 			stopped(fmt.Errorf("execution cancelled: %w", context.Cause(s.parent)))
-		case <-wall.C:
+		case <-wallC:
+			wallC = nil // reached once (a test's wall may be a closed channel)
 			// The limit counts the tools' time: a slow tool is no loop.
 			s.mu.Lock()
 			running := s.running
