@@ -41,7 +41,8 @@ import (
 //	              content, echo("blankerror") with a text of blanks,
 //	              echo("listchanged") sends notifications/tools/list_changed
 //
-// Every server that serves has the tool echo(text). hostileCountEnv, when
+// Every server that serves has the tool echo(text); echo("huge") and
+// echo("hugelast") answer with a text over maxMessageBytes. hostileCountEnv, when
 // set, is a file to which each start appends a line (to count restarts).
 const (
 	hostileServerEnv = "TOOLCACHE_TEST_HOSTILE"
@@ -267,6 +268,12 @@ func serveHostile(mode string) int {
 				return 0
 			case mode == "bigresult":
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("0123456789", 1<<20)}}})
+			case fmt.Sprint(req.Params.Arguments["text"]) == "huge":
+				// An answer over the message bound, id first (json.Marshal
+				// sorts a map's keys), then the TypeScript SDK's order, id last.
+				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("x", maxMessageBytes+1<<20)}}})
+			case fmt.Sprint(req.Params.Arguments["text"]) == "hugelast":
+				raw(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxMessageBytes+1<<20) + `"}]},"jsonrpc":"2.0","id":` + string(req.ID) + "}\n")
 			case fmt.Sprint(req.Params.Arguments["text"]) == "lists":
 				reply(map[string]any{"content": []any{map[string]any{"type": "text", "text": strconv.FormatInt(lists.Load(), 10)}}})
 			case mode == "uncallable" && fmt.Sprint(req.Params.Arguments["text"]) == "listchanged":

@@ -147,7 +147,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	case TypeStdio:
 		// Started here, not by mcp-go: see stdio_proc.go.
 		stdio, proc, err := startStdio(procCtx, cfg, log, &s.tooLarge, func() {
-			s.markDead(fmt.Errorf("the server wrote a line (one message) over %d MiB", maxMessageBytes>>20))
+			s.markDead(fmt.Errorf("the server wrote a line (one message) over %d MiB that did not end within %d MiB more", maxMessageBytes>>20, maxSkippedBytes>>20))
 		})
 		if err != nil {
 			cancel()

@@ -3,12 +3,14 @@ package toolcache
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +25,13 @@ import (
 // (bufio.Reader.ReadString), and a server that writes one endless line (a
 // tool result of gigabytes, a server printing a binary file, garbage without
 // a newline) grew the worker's memory until the machine killed it — and with
-// it every job it ran, on every worker that picked the job up again. A line
-// over maxMessageBytes now breaks the session, like an HTTP response over
-// that size, and the call fails with the reason.
+// it every job it ran, on every worker that picked the job up again. mcp-go
+// is given the first maxMessageBytes of a longer line, and the rest is read
+// and dropped up to its end: an answer is replaced by a JSON-RPC error for
+// its request, and the session goes on (one job reading a large file broke
+// the shared session, and the calls of every other job in flight on it). A
+// line that does not end within maxSkippedBytes more breaks the session,
+// and every call in flight fails with the reason.
 
 // stdioProc is a started stdio server.
 type stdioProc struct {
@@ -101,7 +107,7 @@ func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, tooL
 		p.waitErr = cmd.Wait()
 		close(p.done)
 	}()
-	out := &lineBound{b: &limitedBody{ReadCloser: outR, left: maxMessageBytes, perLine: true, tooLarge: tooLarge}, onTooLarge: onTooLarge}
+	out := &lineBound{b: &limitedBody{ReadCloser: outR, left: maxMessageBytes, perLine: true, tooLarge: tooLarge}, onTooLarge: onTooLarge, log: logger}
 	p.out = out
 	// No logging reader: the session reads stderr itself (p.stderr), and
 	// mcp-go's Close would otherwise close it under that reader.
@@ -140,12 +146,27 @@ func (p *stdioProc) end() error {
 }
 
 // lineBound reads a stdio server's stdout through limitedBody's per-line
-// bound and ends it (io.EOF) at a line over maxMessageBytes, after calling
-// onTooLarge, which says why (mcp-go would log any other error as its own).
+// bound. Of a line over maxMessageBytes mcp-go gets that much and a newline
+// (it drops the line, which is not valid JSON), the rest is dropped up to
+// the line's end, and an answer to a request is followed by an error
+// answer to it (see droppedAnswer). A line that goes on beyond
+// maxSkippedBytes more ends the stream (io.EOF), after onTooLarge, which
+// says why (mcp-go would log any other error as its own).
 type lineBound struct {
 	b          *limitedBody
 	onTooLarge func()
+	log        *slog.Logger
 	err        error
+	// pending is served before anything else is read.
+	pending []byte
+	// head is the start of the current line (up to lineHeadBytes), which
+	// says whether it answers a request and which; skipping is set while
+	// the rest of a line over the bound is dropped (skipped bytes so far),
+	// and tail keeps the end of what was dropped.
+	head     []byte
+	skipping bool
+	skipped  int
+	tail     []byte
 	// The last line that was no JSON-RPC message (its start): mcp-go
 	// drops such lines without a word, and a server that prints its usage
 	// or a banner to stdout and exits, or then never answers, failed with
@@ -211,22 +232,187 @@ func (l *lineBound) strayHint() string {
 	return fmt.Sprintf(" (server stdout, not JSON-RPC%s: %q)", more, line)
 }
 
+// Bounds of dropping a line over maxMessageBytes.
+const (
+	// maxSkippedBytes is how much more of such a line is read and dropped
+	// before the session is given up: a line that does not end is garbage
+	// without end, and answers behind it would never come.
+	maxSkippedBytes = 192 << 20
+	// lineHeadBytes and lineTailBytes are what is kept of each line's start
+	// and of a dropped line's end, to find the request it answers.
+	lineHeadBytes = 4 << 10
+	lineTailBytes = 64
+)
+
 func (l *lineBound) Read(p []byte) (int, error) {
+	if len(l.pending) > 0 {
+		n := copy(p, l.pending)
+		l.pending = l.pending[n:]
+		l.sniff(p[:n])
+		return n, nil
+	}
 	if l.err != nil {
 		return 0, l.err
 	}
+	if l.skipping {
+		return l.skip(p)
+	}
 	n, err := l.b.Read(p)
 	l.sniff(p[:n])
+	l.keepHead(p[:n])
 	switch {
 	case errors.Is(err, errMessageTooLarge):
-		l.err = io.EOF
-		_ = l.b.Close() // the server blocks on a full pipe, not on us
-		if l.onTooLarge != nil {
-			l.onTooLarge()
+		// Not the session's error (yet): see skip.
+		l.b.tooLarge.Store(false)
+		l.skipping, l.skipped, l.tail = true, 0, l.tail[:0]
+		if n > 0 {
+			return n, nil
 		}
-		return n, l.err
+		return l.skip(p)
 	case errors.Is(err, os.ErrClosed):
 		err = io.EOF // closed by the session's close
 	}
 	return n, err
+}
+
+// keepHead keeps the start of the current line.
+func (l *lineBound) keepHead(p []byte) {
+	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+		l.head, p = l.head[:0], p[i+1:]
+	}
+	if room := lineHeadBytes - len(l.head); room > 0 {
+		l.head = append(l.head, p[:min(len(p), room)]...)
+	}
+}
+
+// skip reads and drops the rest of a line over the bound, using p as its
+// buffer. At the line's end mcp-go gets a newline, the error answer for
+// the request the line answered, if it did, and what followed the line.
+func (l *lineBound) skip(p []byte) (int, error) {
+	for {
+		n, err := l.b.ReadCloser.Read(p)
+		chunk := p[:n]
+		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+			l.keepTail(chunk[:i])
+			l.skipped += i
+			rest := chunk[i+1:]
+			out := append([]byte{'\n'}, l.droppedAnswer()...)
+			out = append(out, rest...)
+			l.skipping, l.head = false, l.head[:0]
+			l.keepHead(rest)
+			// The bound starts again after the last newline handed on.
+			if j := bytes.LastIndexByte(rest, '\n'); j >= 0 {
+				l.b.left = maxMessageBytes - (len(rest) - 1 - j)
+			} else {
+				l.b.left = maxMessageBytes - len(rest)
+			}
+			l.pending = out
+			return l.Read(p)
+		}
+		l.keepTail(chunk)
+		l.skipped += n
+		if l.skipped > maxSkippedBytes {
+			l.b.tooLarge.Store(true)
+			l.err = io.EOF
+			_ = l.b.Close() // the server blocks on a full pipe, not on us
+			if l.onTooLarge != nil {
+				l.onTooLarge()
+			}
+			return 0, l.err
+		}
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				err = io.EOF
+			}
+			l.err = err
+			return 0, err
+		}
+	}
+}
+
+func (l *lineBound) keepTail(p []byte) {
+	if len(p) >= lineTailBytes {
+		l.tail = append(l.tail[:0], p[len(p)-lineTailBytes:]...)
+		return
+	}
+	l.tail = append(l.tail, p...)
+	if len(l.tail) > lineTailBytes {
+		l.tail = append(l.tail[:0], l.tail[len(l.tail)-lineTailBytes:]...)
+	}
+}
+
+// tailID matches the end of a message whose last member is a numeric id
+// (the TypeScript SDK writes {"result":...,"jsonrpc":"2.0","id":7}); in
+// valid JSON it can only be the top-level object's.
+var tailID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+)\s*}\s*$`)
+
+// droppedAnswer is the line that replaces a dropped one: when it answered
+// one of the client's requests (a "result" or "error" member and no
+// "method"; mcp-go's request ids are numbers), a JSON-RPC error answer to
+// that request, so that its caller is told at once; otherwise nothing
+// (a notification or a request of the server's is lost).
+func (l *lineBound) droppedAnswer() []byte {
+	id, answer := headMembers(l.head)
+	if id == "" {
+		if m := tailID.FindSubmatch(l.tail); m != nil {
+			id = string(m[1])
+		}
+	}
+	size := maxMessageBytes + l.skipped
+	if !answer || id == "" {
+		l.log.Warn("MCP server wrote a message over the size bound; dropped", "bytes", size, "limit_mib", maxMessageBytes>>20)
+		return nil
+	}
+	l.log.Warn("MCP server answered with a message over the size bound; the request fails, the session goes on",
+		"bytes", size, "limit_mib", maxMessageBytes>>20, "request_id", id)
+	msg := fmt.Sprintf("the server's answer (%d MiB) is larger than the client's bound of %d MiB, so it was dropped; "+
+		"ask for less at a time (a part, a range, a filter)", size>>20, maxMessageBytes>>20)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id),
+		"error": map[string]any{"code": errCodeAnswerTooLarge, "message": msg}})
+	return append(b, '\n')
+}
+
+// errCodeAnswerTooLarge is the code of the error that replaces an answer
+// over maxMessageBytes (JSON-RPC leaves -32000 to -32099 to
+// implementations).
+const errCodeAnswerTooLarge = -32001
+
+// headMembers reads the top-level members at the start of a message: its
+// id, when it is a number written before the first member whose value is
+// an object or array, and whether it has a "result" or "error" member and
+// no "method" before that point.
+func headMembers(head []byte) (id string, answer bool) {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return id, answer
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return id, answer
+		}
+		switch key {
+		case "result", "error":
+			answer = true
+		case "method":
+			return "", false
+		}
+		tok, err = dec.Token()
+		if err != nil {
+			return id, answer
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			return id, answer // the rest is the large value
+		case json.Number:
+			if key == "id" {
+				id = v.String()
+			}
+		}
+	}
 }
