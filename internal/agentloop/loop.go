@@ -996,8 +996,10 @@ func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
 		for _, e := range c.invalid {
 			fmt.Fprintf(&b, "  - %s\n", e)
 		}
-		if !shown {
-			fmt.Fprintf(&b, "  Full input schema of %s: %s\n", t.Name, parameters(t))
+		if p := parameters(t); !shown && len(p) > maxQuotedSchema {
+			fmt.Fprintf(&b, "  The input schema of %s (%d KiB) is too large to quote; the errors above say what to change.\n", t.Name, len(p)>>10)
+		} else if !shown {
+			fmt.Fprintf(&b, "  Full input schema of %s: %s\n", t.Name, p)
 		}
 	}
 	if len(more) > 0 {
@@ -1009,7 +1011,7 @@ func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
 	if j.mode == ModeDeferred {
 		tools = slices.Clone(j.tools)
 		for i, t := range tools {
-			if ft, ok := failing[t.Name]; ok {
+			if ft, ok := failing[t.Name]; ok && len(parameters(ft)) <= maxQuotedSchema {
 				tools[i] = fullTool(ft)
 			}
 		}
@@ -1019,6 +1021,12 @@ func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
 
 // retryNoteCalls bounds the invalid calls the schema retry's note lists.
 const retryNoteCalls = 50
+
+// maxQuotedSchema bounds an input schema the schema retry gives in full
+// (in its note, and in deferred mode's tools array): a server's schema of
+// megabytes made a retry request no provider accepts, failing the job,
+// while the largest of 1,044 real tools in the shared catalogs is 12 KB.
+const maxQuotedSchema = 32 << 10
 
 // argumentsHead is a call's arguments as the retry note quotes them: at
 // most their first 500 bytes, then how long they were.
