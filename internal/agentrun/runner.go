@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +95,7 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 		if err != nil {
 			return nil, err
 		}
-		if err := namedServersDown(r.cfg.Pool, job.Servers); err != nil {
+		if err := namedServersDown(view, job.Servers); err != nil {
 			_ = view.Close()
 			return nil, jobs.Retryable(err)
 		}
@@ -160,30 +159,26 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 
 // namedServersDown is the error of a job that names servers (not "every
 // server") of which one cannot offer a tool: it failed to connect, or is
-// still connecting, and has never listed its tools. Run anyway, the job
-// was offered none of that server's tools and no one was told: the model
-// answered without them and the job succeeded. Another attempt (after the
-// worker's retry delay) finds the server back, or the job is dead-lettered
-// with this reason once its deliveries are used up. A server that listed
-// its tools before it failed still offers them (its calls fail with the
-// reason), and a server that is up with no tools is no fault.
-func namedServersDown(p *toolcache.Pool, names []string) error {
+// still connecting, and has never listed its tools (View.Unavailable, the
+// rule by which the loop also tells the model of such a server). Run
+// anyway, the job was offered none of that server's tools and no one was
+// told: the model answered without them and the job succeeded. Another
+// attempt (after the worker's retry delay) finds the server back, or the
+// job is dead-lettered with this reason once its deliveries are used up.
+// A server that listed its tools before it failed still offers them (its
+// calls fail with the reason), and a server that is up with no tools is no
+// fault.
+func namedServersDown(v *toolcache.View, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
 	var down []string
-	for _, st := range p.Status() {
-		if !slices.Contains(names, st.Name) || st.Tools > 0 {
-			continue
+	for _, st := range v.Unavailable() {
+		what := fmt.Sprintf("%q is %s", st.Name, st.State)
+		if st.Error != "" {
+			what += ": " + st.Error
 		}
-		switch st.State {
-		case toolcache.StateFailed, toolcache.StateConnecting, toolcache.StateReconnecting:
-			what := fmt.Sprintf("%q is %s", st.Name, st.State)
-			if st.Error != "" {
-				what += ": " + st.Error
-			}
-			down = append(down, what)
-		}
+		down = append(down, what)
 	}
 	if len(down) == 0 {
 		return nil
