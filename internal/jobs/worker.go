@@ -817,6 +817,22 @@ var (
 	errQueued    = errors.New("another message with the same job id is queued")
 )
 
+// reusedError refuses d, a message whose id names a job another message
+// ran (cur, final). One carrying the job's own Nats-Msg-Id and task is
+// most likely its publisher's retry, stored again after a NATS restart:
+// the server rebuilds the duplicate window from the messages it holds,
+// and a finished job's message is gone. "Submit the job again under
+// another id" would then run it twice.
+func reusedError(d delivery, cur *State) error {
+	if d.msg.Headers().Get(nats.MsgIdHdr) == d.id && cur.Task != "" && !cur.OtherTask(d.job.Task) {
+		return fmt.Errorf("%w: job id %s already ended (%s, stream sequence %d); this copy has the job's "+
+			"Nats-Msg-Id and task: most likely a publisher's retry that a NATS restart let through the "+
+			"duplicate window, so it is not run again", errReused, d.id, cur.Status, cur.StreamSeq)
+	}
+	return fmt.Errorf("%w: job id %s already ended (%s, stream sequence %d): submit the job "+
+		"again under another id", errReused, d.id, cur.Status, cur.StreamSeq)
+}
+
 // run claims a job in the state store, runs it and settles the delivery.
 func (w *Worker) run(d delivery) {
 	jobCtx, cancelJob := context.WithCancelCause(w.jobsCtx)
@@ -885,8 +901,7 @@ func (w *Worker) run(d delivery) {
 				final = cur
 				return nil, fmt.Errorf("%w: %s", errFinal, cur.Status)
 			case cur.Status.Terminal():
-				return nil, fmt.Errorf("%w: job id %s already ended (%s, stream sequence %d): submit the job "+
-					"again under another id", errReused, d.id, cur.Status, cur.StreamSeq)
+				return nil, reusedError(d, cur)
 			case cur.CancelRequested && cur.Attempt > 0:
 				// Between attempts: one ran, so "before it ran" would be false.
 				return nil, cancelledBetween{cur.Attempt}
