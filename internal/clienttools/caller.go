@@ -116,13 +116,22 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 
 	waitCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	publish := func() error {
+	// Each publish is flushed. The server answers a request nobody is
+	// subscribed to with a no-responders status (503) while it handles the
+	// publish, before the flush's PONG, so once the flush is back the
+	// verdict on that publish is on the inbox. Which reason a timeout
+	// gives then does not depend on how fast the 503 came: a republish
+	// just before the timeout, its 503 still on the way (a loaded machine,
+	// a distant server), left the call "listening", and the timeout said
+	// the submitter did not answer when nobody listened. confirmed is
+	// false when the flush did not come back (the timeout cut it short).
+	publish := func() (confirmed bool, err error) {
 		if err := c.nc.PublishMsg(&nats.Msg{Subject: c.subject, Reply: inbox, Data: data}); err != nil {
-			return fmt.Errorf("client tool %q: publish: %w", name, err)
+			return false, fmt.Errorf("client tool %q: publish: %w", name, err)
 		}
-		return nil
+		return c.nc.FlushWithContext(waitCtx) == nil, nil
 	}
-	if err := publish(); err != nil {
+	if _, err := publish(); err != nil {
 		return toolcache.Result{}, err
 	}
 	var (
@@ -161,6 +170,9 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		case ctx.Err() != nil:
 			return toolcache.Result{}, fmt.Errorf("client tool %q: %w", name, ctx.Err())
 		case waitCtx.Err() != nil:
+			if listening && noRespondersQueued(sub) {
+				listening = false // the last publish's 503, in before the timeout was seen
+			}
 			why := "the submitter did not answer"
 			if !listening {
 				why = "no submitter listening on " + c.subject
@@ -170,10 +182,13 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 			}
 			return toolcache.Result{}, fmt.Errorf("client tool %q: %w after %s (%s)", name, ErrNoAnswer, c.o.Timeout, why)
 		case !republishAt.IsZero() && errors.Is(err, context.DeadlineExceeded):
-			if err := publish(); err != nil {
+			confirmed, err := publish()
+			if err != nil {
 				return toolcache.Result{}, err
 			}
-			republishAt, listening = time.Time{}, true // until another 503
+			// Listening until another 503; without a confirmation (the
+			// timeout came during the flush) the last verdict stands.
+			republishAt, listening = time.Time{}, confirmed
 			continue
 		default:
 			return toolcache.Result{}, fmt.Errorf("client tool %q: %w", name, err)
@@ -192,6 +207,27 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 		}
 		return toolcache.Result{Text: a.Output, IsError: a.IsError}, nil
 	}
+}
+
+// noRespondersQueued reads what is already queued on sub, without
+// waiting, and reports whether a no-responders status is among it. A
+// timeout seen before a queued message was read (NextMsgWithContext checks
+// its context first) would otherwise miss the last publish's verdict.
+func noRespondersQueued(sub *nats.Subscription) bool {
+	n, _, err := sub.Pending()
+	if err != nil {
+		return false
+	}
+	found := false
+	for range n {
+		_, err := sub.NextMsg(0)
+		if errors.Is(err, nats.ErrNoResponders) {
+			found = true
+		} else if errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+	}
+	return found
 }
 
 // ToolError is a tool failure the submitter reported (is_error), as an error.
