@@ -331,11 +331,26 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 			Server string `json:"server"`
 		}
 		_ = json.Unmarshal(args, &a)
+		var down []toolcache.ServerStatus
+		if r.unavailable != nil {
+			down = r.unavailable()
+		}
+		// A server that is down with no tools listed is not in the job's
+		// catalog: a search could not find its tools, and one naming it
+		// was told the job has no such server.
+		if i := slices.IndexFunc(down, func(st toolcache.ServerStatus) bool { return strings.EqualFold(st.Name, a.Server) }); i >= 0 && a.Server != "" {
+			return fmt.Sprintf("Note: %s, so none of its tools are in this job's catalog: they cannot be searched or called in this job; "+
+				"the worker keeps reconnecting it, and a job started once it is back can.", downWhat(down[i])), false
+		}
 		ans := r.searchTools(ctx, ts, a.Query, a.Server, a.Limit)
 		if ans.semanticErr != nil {
 			semanticFallback(ans.semanticErr)
 		}
-		return ans.text(a.Query, a.Server), false
+		text := ans.text(a.Query, a.Server)
+		if len(down) > 0 {
+			text = fmt.Sprintf("Note: %s: its tools are not in this job's catalog, so they are not among these.\n", downList(down)) + text
+		}
+		return text, false
 	case kindGetToolDetails:
 		var a struct {
 			Name string `json:"name"`

@@ -180,31 +180,41 @@ const maxDownReason = 300
 // tool that exists. A name qualified with such a server's name is surely
 // one of its tools; any other may be.
 func downServersError(name string, down []toolcache.ServerStatus, closest []string) error {
-	what := func(st toolcache.ServerStatus) string {
-		s := fmt.Sprintf("MCP server %q is unavailable (%s", st.Name, st.State)
-		if st.Error != "" {
-			s += ": " + cutText(st.Error, maxDownReason)
-		}
-		return s + ")"
-	}
 	const later = "the worker keeps reconnecting it, but this job's catalog was fixed when it started: calling it again in this job " +
 		"will not help, and a job started once it is back can call them"
 	if st, ok := qualifiedBy(name, down); ok {
-		return fmt.Errorf("unknown tool %q: its %s, so none of its tools are in this job's catalog; %s", name, what(st), later)
+		return fmt.Errorf("unknown tool %q: its %s, so none of its tools are in this job's catalog; %s", name, downWhat(st), later)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "unknown tool %q; it may be one of the tools of a server that is down: ", name)
-	for i, st := range down {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(what(st))
-	}
+	b.WriteString(downList(down))
 	b.WriteString(", and offers no tools to this job (" + later + ")")
 	if len(closest) > 0 {
 		b.WriteString("; closest names of the available tools: " + strings.Join(closest, ", "))
 	}
 	return errors.New(b.String())
+}
+
+// downWhat says that st's server is unavailable, and why.
+func downWhat(st toolcache.ServerStatus) string {
+	s := fmt.Sprintf("MCP server %q is unavailable (%s", st.Name, st.State)
+	if st.Error != "" {
+		s += ": " + cutText(st.Error, maxDownReason)
+	}
+	return s + ")"
+}
+
+// downList is downWhat of each of down, at most maxServersNamed.
+func downList(down []toolcache.ServerStatus) string {
+	parts := make([]string, 0, min(len(down), maxServersNamed)+1)
+	for i, st := range down {
+		if i == maxServersNamed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(down)-maxServersNamed))
+			break
+		}
+		parts = append(parts, downWhat(st))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // qualifiedBy finds the server of down whose name qualifies name, as

@@ -21,9 +21,11 @@ import (
 // a server that is down and has never listed them. The model, which knows
 // a tool of it from the task or a previous job's history, was answered
 // 'unknown tool "read_file"; closest names: ...' with no word that its
-// server is down, so it kept guessing names. The refusal now names the
+// server is down, so it kept guessing names; search_tools found other
+// servers' tools, and search_tools of that server said the job had no
+// server of that name. The refusal and the search now name the
 // unavailable server, why, and that a later job may find it back; a view
-// whose servers are all up still gets the closest names alone.
+// whose servers are all up gets what it got before.
 func TestCallOfDownServersTool(t *testing.T) {
 	t.Parallel()
 	const noteSchema = `{"type":"object","properties":{"text":{"type":"string"}}}`
@@ -47,6 +49,13 @@ func TestCallOfDownServersTool(t *testing.T) {
 			want: []string{`unknown tool "read_file"`, `MCP server "files" is unavailable`}},
 		{name: "get_tool_details", mode: agentloop.ModeSearch, call: "get_tool_details", args: `{"name":"read_file"}`, down: true,
 			want: []string{`unknown tool "read_file"`, `MCP server "files" is unavailable`}},
+		{name: "search_tools", mode: agentloop.ModeSearch, call: "search_tools", args: `{"query":"read a file"}`, down: true,
+			want: []string{`Note: MCP server "files" is unavailable (failed: `, "its tools are not in this job's catalog", `"add_note"`}},
+		{name: "search_tools of the down server", mode: agentloop.ModeSearch, call: "search_tools", args: `{"query":"read a file","server":"files"}`, down: true,
+			want:    []string{`Note: MCP server "files" is unavailable (failed: `, "a job started once it is back can"},
+			notWant: []string{"no server of this job is named", `"add_note"`}},
+		{name: "search_tools, every server up", mode: agentloop.ModeSearch, call: "search_tools", args: `{"query":"add a note"}`,
+			want: []string{`"add_note"`}, notWant: []string{"unavailable"}},
 		{name: "every server up", mode: agentloop.ModeFull, call: "add_nte", args: `{}`,
 			want: []string{`unknown tool "add_nte"; closest names: add_note`}, notWant: []string{"unavailable"}},
 	} {
