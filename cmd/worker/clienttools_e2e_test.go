@@ -29,6 +29,17 @@ import (
 // side of these tests is the real binary, as a user runs it.
 func buildSubmit() (string, error) { return buildBinary("../submit", "submit") }
 
+// needSubmit builds the submit binary before the test's ctx starts. Built
+// on first use inside clientHarness.submit, the build (13 s under load)
+// came out of the 30 s the ctx gives the job, and submit was killed with
+// no output (exit -1).
+func needSubmit(t *testing.T) {
+	t.Helper()
+	if _, err := buildSubmit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // npmBin is an npm reference MCP server installed by `npm ci --prefix tools/npm`.
 func npmBin(t *testing.T, name string) string {
 	t.Helper()
@@ -333,6 +344,7 @@ func TestClientToolsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	needSubmit(t)
 	h := startClientWorker(t, threeToolsModel(path), nil)
 	ctx := natstest.Context(t)
 	const id = "e2e-three-tools"

@@ -46,6 +46,7 @@ func continuationModel(req llmtest.RecordedRequest) llmtest.Reply {
 // task as the last user message.
 func TestContinuation(t *testing.T) {
 	const system = "You are the continuation test agent."
+	needSubmit(t)
 	h := startClientWorker(t, continuationModel, map[string]string{"JETAGENT_SYSTEM_PROMPT": system})
 	ctx := natstest.Context(t)
 
