@@ -1180,9 +1180,14 @@ func (w *Worker) ackWait() time.Duration {
 	return d
 }
 
+// retryDelay is the delay before the given attempt's retry: RetryDelay,
+// doubling per attempt up to RetryDelayMax, within 20% (jitter). The
+// multiplier is set: the library's default, 1.5, made the documented
+// doubling (JETAGENT_RETRY_DELAY) grow by half.
 func (w *Worker) retryDelay(attempt int) time.Duration {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval, b.RandomizationFactor = w.cfg.RetryDelay, w.cfg.RetryDelayMax, 0.2
+	b.Multiplier = 2
 	b.MaxElapsedTime = 0
 	b.Reset()
 	d := b.NextBackOff()
