@@ -85,6 +85,13 @@ func (r *recordLog) count(substr string) int {
 	return n
 }
 
+// text is every line logged so far.
+func (r *recordLog) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.lines, "\n")
+}
+
 // startServerOn runs a JetStream server on port with its store in dir.
 func startServerOn(t *testing.T, port int, dir string) *server.Server {
 	t.Helper()
