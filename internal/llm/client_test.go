@@ -413,7 +413,11 @@ func TestCompleteTimeoutRetried(t *testing.T) {
 			s := llmtest.NewServer(t, append(replies, llmtest.Reply{Content: "done"})...)
 			var retryErrs []error
 			c := newClient(t, s, func(cfg *llm.Config) {
-				cfg.Timeout = 200 * time.Millisecond
+				// The answered attempt must come back within it: 2 s,
+				// not 200 ms as it was, which an HTTP round trip under
+				// -race on a loaded machine can take. The hung ones
+				// wait it out whatever it is.
+				cfg.Timeout = 2 * time.Second
 				cfg.MaxRetries = tt.maxRetries
 				cfg.OnRetry = func(_ int, _ time.Duration, err error) { retryErrs = append(retryErrs, err) }
 			})
