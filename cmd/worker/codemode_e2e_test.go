@@ -189,6 +189,7 @@ func TestCodeModeScenario(t *testing.T) {
 }
 
 func codeModeScenario(t *testing.T, crash bool) {
+	needMCPServer(t)
 	ctx := natstest.Context(t)
 	id := "ops-" + strconv.FormatBool(crash)
 	ns, nc := startCrashNATS(t)

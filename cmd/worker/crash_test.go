@@ -38,6 +38,7 @@ import (
 // coherent transcript, and no MCP server process outlives its worker.
 func TestCrashResumesFromCheckpoint(t *testing.T) {
 	t.Parallel()
+	needMCPServer(t)
 	ctx := natstest.Context(t)
 	const id = "crash-resume"
 

@@ -146,6 +146,7 @@ func TestKilledDuringAToolCall(t *testing.T) {
 }
 
 func killedDuringACall(t *testing.T, hangTool string, wantInterrupted bool) {
+	needMCPServer(t)
 	ctx := natstest.Context(t)
 	id := "killed-in-" + hangTool
 	ns, nc := startCrashNATS(t)

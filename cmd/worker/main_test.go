@@ -225,6 +225,16 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 // buildMCPServer builds the bundled example MCP server once per test run.
 func buildMCPServer() (string, error) { return buildBinary("../../examples/mcpserver", "mcpserver") }
 
+// needMCPServer builds the example MCP server before a test's ctx starts,
+// for tests that build it later (crashWorkerEnv): the first to need it
+// spends the build (seconds, more under load) out of its ctx otherwise.
+func needMCPServer(t *testing.T) {
+	t.Helper()
+	if _, err := buildMCPServer(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // scriptedModel answers by task: "add A B" calls the add tool then reports
 // its result; "sleep" calls slow for a minute; "think" never answers.
 func scriptedModel(req llmtest.RecordedRequest) llmtest.Reply {
