@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // An answer over the 64 MiB message bound (seen end to end: the reference
@@ -14,16 +18,21 @@ import (
 // carries the text twice, escaped) broke the shared stdio session: the
 // call failed "MCP session lost (the request may or may not have run)",
 // so did every other job's call in flight on that session, and the server
-// was restarted. The answer is now dropped and its call fails with the
-// reason; the session, and the calls around it, go on.
+// was restarted; so on a legacy SSE session, whose answers share one
+// stream. The answer is now dropped and its call fails with the reason;
+// the session, and the calls around it, go on.
 func TestOversizedAnswerKeepsTheSession(t *testing.T) {
 	t.Parallel()
-	for _, text := range []string{"huge", "hugelast"} {
+	for _, text := range []string{"huge", "hugelast", "sse"} {
 		t.Run(text, func(t *testing.T) {
 			t.Parallel()
 			s := DefaultSettings()
 			s.ConnectTimeout, s.HealthInterval = 30*time.Second, 0
-			p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": hostileServer("plain", nil)}},
+			cfg := hostileServer("plain", nil)
+			if text == "sse" {
+				cfg, text = hugeSSEServer(t), "huge"
+			}
+			p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": cfg}},
 				WithSettings(s), WithLogger(discardLogger()))
 			before := statusOf(p, "srv")
 			if before.State != StateReady {
@@ -57,4 +66,27 @@ func TestOversizedAnswerKeepsTheSession(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hugeSSEServer is an mcp-go server of the legacy SSE transport whose
+// echo("huge") answers with a text over maxMessageBytes.
+func hugeSSEServer(t *testing.T) ServerConfig {
+	t.Helper()
+	s := server.NewMCPServer("sse", "1", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewToolWithRawSchema("echo", "Echo the text back.", json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			text := req.GetString("text", "")
+			if text == "huge" {
+				text = strings.Repeat("x", maxMessageBytes+1<<20)
+			}
+			return mcp.NewToolResultText(text), nil
+		})
+	sse := server.NewSSEServer(s)
+	ts := httptest.NewServer(sse)
+	server.WithBaseURL(ts.URL)(sse)
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ServerConfig{URL: ts.URL + "/sse", Type: TypeSSE}
 }

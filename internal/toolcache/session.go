@@ -191,7 +191,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		tr = t
 	case TypeSSE:
 		s.http = newHTTPClient(&s.tooLarge)
-		s.http.Transport = sseStreamWatch{s.http.Transport, s}
+		s.http.Transport = sseStreamWatch{s.http.Transport, s, log}
 		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(log)}
 		if d.connectTimeout > 0 {
 			// Start waits for the endpoint event on the session's own
@@ -484,9 +484,14 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // timeout, as "timeout waiting for endpoint". The first read error of the
 // stream before the callback is set is kept in the session's sseBroke and
 // ends the session's context, which ends Start at once.
+//
+// Every answer of the session comes on that stream, so a line over
+// maxMessageBytes is dropped to its end as a stdio server's is (lineBound):
+// its request fails, the session goes on.
 type sseStreamWatch struct {
 	base http.RoundTripper
 	s    *session
+	log  *slog.Logger
 }
 
 func (t sseStreamWatch) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -494,7 +499,13 @@ func (t sseStreamWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || r.Method != http.MethodGet || resp.StatusCode != http.StatusOK || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = &sseStreamBody{ReadCloser: resp.Body, s: t.s, contentType: resp.Header.Get("Content-Type")}
+	body := resp.Body
+	if lb, ok := body.(*limitedBody); ok && lb.perLine {
+		// Until the handshake is done, a line over the bound fails the
+		// connect at once (sseStreamBroke) rather than being dropped.
+		body = &lineBound{b: lb, log: t.log, sse: true, skipOK: t.s.sseLostWatched.Load}
+	}
+	resp.Body = &sseStreamBody{ReadCloser: body, s: t.s, contentType: resp.Header.Get("Content-Type")}
 	return resp, nil
 }
 

@@ -156,7 +156,16 @@ type lineBound struct {
 	b          *limitedBody
 	onTooLarge func()
 	log        *slog.Logger
-	err        error
+	// sse: the stream is a legacy SSE session's event stream, whose
+	// messages are "data:" lines of events (see droppedAnswer); at the
+	// bound of a dropped line it fails with errMessageTooLarge, which
+	// mcp-go reports as the stream's loss.
+	sse bool
+	// skipOK, when set, says whether a line over the bound may be dropped
+	// yet; while it says no, the read fails with errMessageTooLarge (an
+	// SSE stream before its handshake is done: see sseStreamWatch).
+	skipOK func() bool
+	err    error
 	// pending is served before anything else is read.
 	pending []byte
 	// head is the start of the current line (up to lineHeadBytes), which
@@ -248,7 +257,9 @@ func (l *lineBound) Read(p []byte) (int, error) {
 	if len(l.pending) > 0 {
 		n := copy(p, l.pending)
 		l.pending = l.pending[n:]
-		l.sniff(p[:n])
+		if !l.sse {
+			l.sniff(p[:n])
+		}
 		return n, nil
 	}
 	if l.err != nil {
@@ -258,9 +269,13 @@ func (l *lineBound) Read(p []byte) (int, error) {
 		return l.skip(p)
 	}
 	n, err := l.b.Read(p)
-	l.sniff(p[:n])
+	if !l.sse {
+		l.sniff(p[:n])
+	}
 	l.keepHead(p[:n])
 	switch {
+	case errors.Is(err, errMessageTooLarge) && l.skipOK != nil && !l.skipOK():
+		return n, err
 	case errors.Is(err, errMessageTooLarge):
 		// Not the session's error (yet): see skip.
 		l.b.tooLarge.Store(false)
@@ -274,6 +289,10 @@ func (l *lineBound) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Close closes what l reads (an SSE stream's body; a stdio server's stdout
+// is closed by the session).
+func (l *lineBound) Close() error { return l.b.Close() }
 
 // keepHead keeps the start of the current line.
 func (l *lineBound) keepHead(p []byte) {
@@ -296,7 +315,13 @@ func (l *lineBound) skip(p []byte) (int, error) {
 			l.keepTail(chunk[:i])
 			l.skipped += i
 			rest := chunk[i+1:]
-			out := append([]byte{'\n'}, l.droppedAnswer()...)
+			out := []byte{'\n'}
+			if l.sse {
+				// Ends the event: mcp-go drops its data, which is not JSON,
+				// and would join the next data line to it.
+				out = append(out, '\n')
+			}
+			out = append(out, l.droppedAnswer()...)
 			out = append(out, rest...)
 			l.skipping, l.head = false, l.head[:0]
 			l.keepHead(rest)
@@ -314,6 +339,9 @@ func (l *lineBound) skip(p []byte) (int, error) {
 		if l.skipped > maxSkippedBytes {
 			l.b.tooLarge.Store(true)
 			l.err = io.EOF
+			if l.sse {
+				l.err = errMessageTooLarge
+			}
 			_ = l.b.Close() // the server blocks on a full pipe, not on us
 			if l.onTooLarge != nil {
 				l.onTooLarge()
@@ -352,7 +380,11 @@ var tailID = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+)\s*}\s*$`)
 // that request, so that its caller is told at once; otherwise nothing
 // (a notification or a request of the server's is lost).
 func (l *lineBound) droppedAnswer() []byte {
-	id, answer := headMembers(l.head)
+	head := l.head
+	if l.sse {
+		head = bytes.TrimPrefix(bytes.TrimPrefix(head, []byte("data:")), []byte(" "))
+	}
+	id, answer := headMembers(head)
 	if id == "" {
 		if m := tailID.FindSubmatch(l.tail); m != nil {
 			id = string(m[1])
@@ -369,6 +401,9 @@ func (l *lineBound) droppedAnswer() []byte {
 		"ask for less at a time (a part, a range, a filter)", size>>20, maxMessageBytes>>20)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id),
 		"error": map[string]any{"code": errCodeAnswerTooLarge, "message": msg}})
+	if l.sse {
+		return append(append([]byte("event: message\ndata: "), b...), '\n', '\n')
+	}
 	return append(b, '\n')
 }
 
