@@ -36,8 +36,10 @@
 // runs only as an MCP task (execution.taskSupport "required") is left out
 // (and logged), not the server's whole list; a tools/call result
 // mcp-go cannot decode (unknown content types, isError without content) is
-// still given to the model; one line a stdio server writes to stdout is
-// cut at 64 MiB too, which ends the session (see stdio_proc.go).
+// still given to the model; a line over 64 MiB that a stdio server writes
+// (or a legacy SSE stream carries, once connected) is dropped and the
+// request it answered fails with the bound, the session going on; one
+// that does not end within 192 MiB more ends the session (stdio_proc.go).
 //
 // The credentials a server's URL carries (userinfo, a query's api_key or
 // token: redact.Secrets) are taken out of every error the pool returns and
