@@ -81,6 +81,16 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 		}
 		items = slices.DeleteFunc(items, func(it toolcache.EvalItem) bool { return toolcache.EvalHalf(it) != h })
 	}
+	// Nothing to measure is an error, not a row of zeros: a script reading
+	// {"items":0,"recall@10":0} took an empty or mistyped file (or a half
+	// with no items) for a ranking that finds nothing.
+	if !slices.ContainsFunc(items, func(it toolcache.EvalItem) bool { return len(it.Gold) > 0 }) {
+		where := files[0]
+		if *half != "" {
+			where += " (--half " + *half + ")"
+		}
+		return fmt.Errorf("search-eval: %s: no item with gold tools (%d items read): nothing to measure", where, len(items))
+	}
 	var lists [][]toolcache.Tool
 	// A server name is one server, as in the worker's MCP servers file: a
 	// tool that an earlier catalog file gives the same server already (two
@@ -116,6 +126,9 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 		lists = append(lists, tools)
 	}
 	reg := toolcache.NewRegistry(lists...)
+	if reg.Count() == 0 {
+		return fmt.Errorf("search-eval: the catalog files hold no tools (%s): nothing to search", strings.Join(files[1:], ", "))
+	}
 	if missing := toolcache.MissingGold(items, reg.List()); len(missing) > 0 {
 		// Still scored (as misses), but said: a catalog left out or a
 		// misspelt name would otherwise pass for a poor ranking.

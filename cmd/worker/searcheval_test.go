@@ -103,6 +103,20 @@ func TestSearchEval(t *testing.T) {
 		!strings.Contains(errb.String(), `search-eval: queries file (the first file: one {"query", "gold_tools"} a line): `) {
 		t.Errorf("files swapped: exit %d, %s", code, errb.String())
 	}
+	// Nothing to measure is refused, not answered with zeros: a file with
+	// no item that has gold tools, and catalogs without tools.
+	for _, tc := range []struct{ name, queries, catalog, want string }{
+		{"empty queries file", write("empty.jsonl", ""), weather, "no item with gold tools (0 items read): nothing to measure"},
+		{"no gold", write("nogold.jsonl", `{"query":"x","gold_tools":[]}`+"\n"), weather, "no item with gold tools (1 items read)"},
+		{"no tools", queries, pretty, "the catalog files hold no tools (" + pretty + "): nothing to search"},
+	} {
+		out.Reset()
+		errb.Reset()
+		if code := run([]string{"search-eval", "--json", tc.queries, tc.catalog}, &out, &errb); code == 0 || out.Len() != 0 ||
+			!strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", tc.name, code, out.String(), errb.String())
+		}
+	}
 	// Two captures of one server: its tools are indexed once (the first
 	// file's), so that the catalog has 3 tools, not 4, and a note says so.
 	out.Reset()
