@@ -1,7 +1,10 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +20,20 @@ type lostTerm struct{ jetstream.Msg }
 func (lostTerm) Term() error                 { return nil }
 func (lostTerm) TermWithReason(string) error { return nil }
 
+// losingKV is a state bucket whose next Create fails once lose is set: a
+// write a restarting server never took.
+type losingKV struct {
+	jetstream.KeyValue
+	lose atomic.Bool
+}
+
+func (k *losingKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if k.lose.CompareAndSwap(true, false) {
+		return 0, fmt.Errorf("create %s: %w", key, context.DeadlineExceeded)
+	}
+	return k.KeyValue.Create(ctx, key, value, opts...)
+}
+
 // TestRedeliveredRejectHasOneDeadEvent: a job refused at the door is
 // dead-lettered, marked dead and given its dead event; a nats-server
 // SIGKILLed right after lost the term (so the job was delivered again),
@@ -25,22 +42,27 @@ func (lostTerm) TermWithReason(string) error { return nil }
 // message id, which the duplicate window does not drop): a job had two
 // terminal events. It now publishes the dead event only when the events
 // stream has none for the job (under the lost one's message id), and a
-// lost state is rebuilt from the dead event that survived it.
+// lost state is rebuilt from the dead event that survived it (also by a
+// later try when the first write of it was lost).
 func TestRedeliveredRejectHasOneDeadEvent(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		name                 string
-		loseState, loseEvent bool
+		name                            string
+		loseState, loseEvent, loseWrite bool
 	}{
-		{"term lost", false, false},
-		{"term and state lost", true, false},
-		{"term and event lost", false, true},
+		{"term lost", false, false, false},
+		{"term and state lost", true, false, false},
+		{"term and event lost", false, true, false},
+		{"term and state lost, a rebuilt state's write lost", true, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := startServer(t)
 			nc := natstest.Connect(t, s)
-			w, _ := startWorker(t, nc, Config{Runner: newTestRunner(), UnservedCheck: -1})
+			kv := &losingKV{}
+			w, _ := startWorkerWith(t, nc, Config{Runner: newTestRunner(), UnservedCheck: -1}, func(w *Worker) {
+				w.stateKV = func(b jetstream.KeyValue) jetstream.KeyValue { kv.KeyValue = b; return kv }
+			})
 			c := newClient(t, nc)
 			ctx := natstest.Context(t)
 			const queue, id = "door", "dead-twice"
@@ -93,6 +115,7 @@ func TestRedeliveredRejectHasOneDeadEvent(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			kv.lose.Store(tt.loseWrite)
 			_ = first.Nak() // the term was lost: the server delivers it again
 			second := deliver()
 			if md, _ := second.Metadata(); md == nil || md.NumDelivered != 2 {

@@ -127,6 +127,8 @@ type Worker struct {
 
 	hbFault heartbeatFault // tests only
 	backlog backlogLimits  // tests only: an attempt's event backlog (zero: the defaults)
+	// stateKV, tests only, wraps the state bucket (to lose a write).
+	stateKV func(jetstream.KeyValue) jetstream.KeyValue
 }
 
 // WithDefaults returns c with its zero fields set to the defaults
@@ -311,7 +313,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("JetStream topology: %w", err)
 	}
-	w.states = newStateStore(w.topo.State)
+	kv := w.topo.State
+	if w.stateKV != nil {
+		kv = w.stateKV(kv)
+	}
+	w.states = newStateStore(kv)
 	sub, err := w.cfg.Conn.Subscribe(w.names.CancelWildcard(), w.onCancel)
 	if err != nil {
 		return fmt.Errorf("subscribe to cancel requests: %w", err)
@@ -647,7 +653,7 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 	// way the job has (or gets back) its one terminal event: a fresh dead
 	// event, under this attempt's message id, was a second one.
 	var final *State
-	var survived *Result
+	var survived, found *Result // found: the lookup's answer, kept for later tries
 	looked := false
 	_, err := w.states.updateRetried(context.WithoutCancel(ctx), id, func(cur *State) (*State, error) {
 		final, survived = nil, nil
@@ -675,7 +681,10 @@ func (w *Worker) markDeadUnless(ctx context.Context, env *runEnv, queue string, 
 			if err != nil {
 				w.log.Warn("dead event lookup failed; publishing one", "job", id, "err", err)
 			}
-			survived = r
+			found = r
+		}
+		if cur == nil {
+			survived = found
 		}
 		if survived != nil {
 			st.Error, st.Result, st.Attempt, st.Worker = survived.Error, survived, survived.Attempt, survived.Worker
