@@ -76,18 +76,8 @@ func TestRedeliveredRejectHasOneDeadEvent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			deliver := func() jetstream.Msg {
-				t.Helper()
-				batch, err := topo.Consumers[queue].Fetch(1, jetstream.FetchMaxWait(waitTimeout))
-				if err != nil {
-					t.Fatal(err)
-				}
-				for m := range batch.Messages() {
-					return m
-				}
-				t.Fatalf("no delivery: %v", batch.Error())
-				return nil
-			}
+			deliver := func() jetstream.Msg { return fetchOne(t, topo.Consumers[queue]) }
+
 			first := deliver()
 			if tt.loseEvent {
 				// What a worker killed before the dead event did: the

@@ -288,3 +288,18 @@ func watchEvents(t *testing.T, c *Client, id string) []Event {
 	}
 	return evs
 }
+
+// fetchOne takes the consumer's next delivery, as a worker's fetch would,
+// failing the test when none comes within waitTimeout.
+func fetchOne(t *testing.T, cons jetstream.Consumer) jetstream.Msg {
+	t.Helper()
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(waitTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		return m
+	}
+	t.Fatalf("no delivery: %v", batch.Error())
+	return nil
+}

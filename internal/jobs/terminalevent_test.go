@@ -35,18 +35,7 @@ func TestRedeliveryOfAFinishedJobPublishesItsLostTerminalEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deliver := func() jetstream.Msg {
-		t.Helper()
-		batch, err := topo.Consumers[queue].Fetch(1, jetstream.FetchMaxWait(waitTimeout))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			return m
-		}
-		t.Fatalf("no delivery: %v", batch.Error())
-		return nil
-	}
+	deliver := func() jetstream.Msg { return fetchOne(t, topo.Consumers[queue]) }
 	held := deliver()
 	// What the killed worker did: its attempt's events, then the final
 	// state; not the terminal event, not the ack.
