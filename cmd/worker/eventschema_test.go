@@ -35,18 +35,25 @@ func (e storedEvent) String() string {
 // asserted), the same jobs.Validator the door uses for jobs.
 var eventValidator = sync.OnceValues(func() (*jobs.Validator, error) { return jobs.NewValidator(0) })
 
-// readJobEvents returns every stored event of job id, in stream order.
-func readJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) []storedEvent {
+// eventsStream is the events stream of the default prefix.
+func eventsStream(t *testing.T, ctx context.Context, nc *nats.Conn) jetstream.Stream {
 	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := jobs.Names{}
-	stream, err := js.Stream(ctx, names.EventsStream())
+	stream, err := js.Stream(ctx, jobs.Names{}.EventsStream())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return stream
+}
+
+// readJobEvents returns every stored event of job id, in stream order.
+func readJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) []storedEvent {
+	t.Helper()
+	names := jobs.Names{}
+	stream := eventsStream(t, ctx, nc)
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.EventsFilter(id)}})
 	if err != nil {
 		t.Fatal(err)
@@ -86,15 +93,8 @@ func readJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) 
 // of the attempt is stored before the state.
 func readSettledJobEvents(t *testing.T, ctx context.Context, nc *nats.Conn, id string) []storedEvent {
 	t.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	names := jobs.Names{}
-	stream, err := js.Stream(ctx, names.EventsStream())
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := eventsStream(t, ctx, nc)
 	var terminal []string
 	for _, s := range []jobs.Status{jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusCancelled, jobs.StatusDead} {
 		terminal = append(terminal, names.EventSubject(id, string(s)))
