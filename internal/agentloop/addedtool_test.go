@@ -25,14 +25,17 @@ import (
 // the job started.
 func TestToolAddedMidJobNamed(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []agentloop.Mode{agentloop.ModeFull, agentloop.ModeSearch} {
-		// Code mode's tools object says "tools.delete_note is not a tool of
-		// this job" in the sandbox itself.
+	for _, mode := range []agentloop.Mode{agentloop.ModeFull, agentloop.ModeSearch, agentloop.ModeCode} {
+		// Code mode's tools object said only "tools.delete_note is not a
+		// tool of this job"; it now gives the reason too.
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			create, del := call("create_note", `{}`), call("delete_note", `{}`)
-			if mode == agentloop.ModeSearch {
+			switch mode {
+			case agentloop.ModeSearch:
 				create, del = call("call_tool", `{"name":"create_note","arguments":{}}`), call("call_tool", `{"name":"delete_note","arguments":{}}`)
+			case agentloop.ModeCode:
+				create, del = call("execute_code", `{"code":"await tools.create_note({})"}`), call("execute_code", `{"code":"await tools.delete_note({})"}`)
 			}
 			ms := llmtest.NewServer(t, toolReply(create), toolReply(del), textReply("Done."))
 			if _, err := newLoop(t, ms, agentloop.Config{}).Run(t.Context(), agentloop.Input{Task: "Note, then delete it.", Mode: mode, Tools: notesView(t)}); err != nil {

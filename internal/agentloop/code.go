@@ -288,6 +288,18 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 	return codemode.Result{Text: res.Text, Structured: res.Structured}, nil
 }
 
+// Explain is why the code's tools has no tool name, when unknownToolError
+// has more to say than closest names (the tool's server is down, or
+// added it mid-job): code mode then says what a direct call would.
+var _ codemode.Explainer = (*codeHost)(nil)
+
+func (h *codeHost) Explain(name string) string {
+	if !h.j.reg.explainsMissing(name) {
+		return ""
+	}
+	return h.j.reg.unknownToolError(name, false).Error()
+}
+
 // innerCallID is the id of inner call seq of the execute_code call parent
 // (in its events, its idempotency key and the reflected transcript): "c"
 // and 8 base-36 digits, since a reflected transcript is history for a

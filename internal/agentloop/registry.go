@@ -170,6 +170,19 @@ func (r *registry) unknownToolError(name string, direct bool) error {
 	return fmt.Errorf("unknown tool %q; closest names: %s", name, strings.Join(closest, ", "))
 }
 
+// explainsMissing reports whether unknownToolError says of name more than
+// its closest names: its server added it after the job started, or some
+// of the job's servers are down with no tools listed. Code mode asks, so
+// that its tools object says the same (codeHost.Explain).
+func (r *registry) explainsMissing(name string) bool {
+	if r.live != nil {
+		if _, ok := r.live(name); ok {
+			return true
+		}
+	}
+	return r.unavailable != nil && len(r.unavailable()) > 0
+}
+
 // maxDownReason bounds the reason quoted for an unavailable server (its
 // error can carry the end of a child's stderr).
 const maxDownReason = 300

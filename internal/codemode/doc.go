@@ -45,7 +45,9 @@
 // throws an Error named ToolError with the server's text, a refusal from
 // the Host an Error with its message, both catchable and carrying .tool.
 // A Host error made with Abort ends the execution instead (a replay that
-// diverged must not be caught by the code).
+// diverged must not be caught by the code). tools.x for a name that is no
+// tool throws a TypeError, with the Host's reason when it is an Explainer
+// (the agent loop's: the tool's server is down).
 //
 // Only what console prints (log, info and debug as they are; warn and
 // error prefixed "[warn] " and "[error] ") and the final value come back,

@@ -29,7 +29,7 @@
 
   const MAX_STR = h.maxStr, MAX_ELEMS = h.maxElems, MAX_KEYS = h.maxKeys;
   const MAX_DEPTH = h.maxDepth, MAX_ARGS = h.maxArgs, MAX_FLAT = 100, MAX_OUT = h.maxOutput;
-  const jsonDepth = h.jsonDepth, jsonSize = h.jsonSize, scan = h.scan, emit = h.emit, hostCall = h.call;
+  const jsonDepth = h.jsonDepth, jsonSize = h.jsonSize, scan = h.scan, emit = h.emit, hostCall = h.call, explain = h.explain;
 
   function refuse(what, n, max, unit) {
     throw new RangeErrorC(what + ": " + n + " " + unit + " is over the code-mode limit of " + max);
@@ -751,6 +751,9 @@
       // A name of megabytes is quoted by its start: the message would
       // be cut before saying what is wrong.
       const shown = k.length > 128 ? apply(strSlice, k, [0, 128]) + "... (" + k.length + " characters)" : k;
+      // The Host may know why (its server is down): say that instead.
+      const why = explain(k);
+      if (why !== "") throw new TypeErrorC("tools." + shown + " is not a tool of this job: " + why);
       throw new TypeErrorC("tools." + shown + " is not a tool of this job (its tools are listed in execute_code's description; search_tools finds them by what they do)");
     },
   });

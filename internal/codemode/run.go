@@ -40,6 +40,16 @@ type Host interface {
 	Random(seq int) float64
 }
 
+// Explainer is a Host that can say why a name the code reached for on
+// tools is not one of the execution's tools (the tool's server is down,
+// it was added after the catalog was made): the code's TypeError then
+// carries that reason. A Host without it, or an empty answer, leaves the
+// plain "not a tool of this job". Explain is called like Call (one
+// goroutine at a time, never after Run returned) but counts as no call.
+type Explainer interface {
+	Explain(name string) string
+}
+
 // Abort wraps err so that, returned by Host.Call, it ends the execution
 // rather than being thrown to the code. Output.Err then wraps err.
 func Abort(err error) error {

@@ -457,3 +457,46 @@ func TestNilHost(t *testing.T) {
 		t.Errorf("Text = %q, Err = %v", out.Text, out.Err)
 	}
 }
+
+// explainHost is a fakeHost that knows why some names are not tools.
+type explainHost struct {
+	*fakeHost
+	why map[string]string
+}
+
+func (h explainHost) Explain(name string) string { return h.why[name] }
+
+// A name that is not a tool of the execution was refused with "not a tool
+// of this job" even when the Host knew why (its server is down): the
+// Host's reason is now in the error; a Host with no reason for the name,
+// or no Explainer, leaves the plain refusal.
+func TestUnknownToolExplained(t *testing.T) {
+	t.Parallel()
+	const down = `MCP server "files" is unavailable (failed: connection refused)`
+	for _, tt := range []struct {
+		name, code string
+		explain    bool
+		want       string
+	}{
+		{"explained", `tools.read_file`, true, "Uncaught TypeError: tools.read_file is not a tool of this job: " + down},
+		{"explained, by name", `tools["read-file"]`, true, "tools.read-file is not a tool of this job: no such file tool"},
+		{"no reason for it", `tools.other`, true, "tools.other is not a tool of this job (its tools are listed"},
+		{"no Explainer", `tools.read_file`, false, "tools.read_file is not a tool of this job (its tools are listed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cat, fh := echoTools()
+			var h Host = fh
+			if tt.explain {
+				h = explainHost{fh, map[string]string{"read_file": down, "read-file": "no such file tool"}}
+			}
+			out := cat.Run(context.Background(), tt.code, h, Limits{})
+			if out.Err == nil || !strings.Contains(out.Err.Error(), tt.want) {
+				t.Errorf("Err = %v, want it to say %q", out.Err, tt.want)
+			}
+			if len(fh.calls) != 0 {
+				t.Errorf("calls %v, want none", fh.calls)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
@@ -321,6 +322,9 @@ func (s *session) setup() error {
 			s.mu.Unlock()
 			return goja.Undefined()
 		},
+		"explain": func(c goja.FunctionCall) goja.Value {
+			return vm.ToValue(s.explain(c.Argument(0).String()))
+		},
 		"call": func(c goja.FunctionCall) goja.Value {
 			kind, payload := s.call(c.Argument(0).String(), c.Argument(1).String())
 			return vm.NewArray(kind, payload)
@@ -402,6 +406,34 @@ func (s *session) call(name, args string) (kind int, payload string) {
 		return kindJSON, res.Text
 	}
 	return kindText, res.Text
+}
+
+// maxExplained bounds an Explainer's answer, which the code's error quotes.
+const maxExplained = 4096
+
+// explain is the Host's reason why name is not a tool of the execution,
+// or "" (no Explainer, no reason, or the execution stopped).
+func (s *session) explain(name string) (why string) {
+	s.hostMu.Lock()
+	defer s.hostMu.Unlock()
+	ex, ok := s.host.(Explainer)
+	if !ok || s.closed || s.ctx.Err() != nil {
+		return ""
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			why = "" // a failing explanation leaves the plain refusal
+		}
+	}()
+	why = ex.Explain(name)
+	if len(why) > maxExplained {
+		cut := maxExplained
+		for cut > 0 && !utf8.RuneStart(why[cut]) {
+			cut--
+		}
+		why = why[:cut] + "..."
+	}
+	return why
 }
 
 // hostCall is Host.Call with a panic turned into an Abort.
