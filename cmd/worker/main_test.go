@@ -167,7 +167,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		// The first backoff step is the shortest ack wait: refused before
 		// NATS starts, naming both variables.
 		{map[string]string{"JETAGENT_HEARTBEAT": "20s", "JETAGENT_ACK_WAIT": "30s", "JETAGENT_BACKOFF": "10s,1m"},
-			"invalid JETAGENT_HEARTBEAT: 20s must be positive and below the shortest backoff step 10s (with JETAGENT_BACKOFF=10s,1m)"},
+			"invalid JETAGENT_HEARTBEAT: 20s must be positive and at most half the shortest backoff step 10s (with JETAGENT_BACKOFF=10s,1m)"},
 		{map[string]string{"JETAGENT_RETRY_DELAY": "1m", "JETAGENT_RETRY_DELAY_MAX": "30s"}, "invalid JETAGENT_RETRY_DELAY_MAX: 30s must not be below"},
 		{map[string]string{"JETAGENT_MAX_ROUNDS": "60"}, "invalid JETAGENT_MAX_ROUNDS: 60 exceeds JETAGENT_MAX_ROUNDS_CAP 50 (with JETAGENT_MAX_ROUNDS_CAP (default))"},
 		{map[string]string{"JETAGENT_CLIENT_TOOL_TIMEOUT": "0s"}, "invalid JETAGENT_CLIENT_TOOL_TIMEOUT: must be positive"},

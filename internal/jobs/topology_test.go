@@ -98,7 +98,9 @@ func TestConfigValidation(t *testing.T) {
 		{"bad queue", Config{Conn: nc, Runner: r, Topology: TopologyConfig{Queues: []string{"a.b"}}}, `queue "a.b"`},
 		{"bad prefix", Config{Conn: nc, Runner: r, Topology: TopologyConfig{Names: Names{Prefix: "a.b"}}}, `prefix "a.b"`},
 		{"concurrency", Config{Conn: nc, Runner: r, Concurrency: -1}, "concurrency must be at least 1"},
-		{"heartbeat", Config{Conn: nc, Runner: r, Heartbeat: time.Minute}, "heartbeat 1m0s must be positive and below the ack wait 30s"},
+		{"heartbeat", Config{Conn: nc, Runner: r, Heartbeat: time.Minute}, "heartbeat 1m0s must be positive and at most half the ack wait 30s"},
+		// Accepted before: every job was fenced before its first heartbeat.
+		{"heartbeat over half", Config{Conn: nc, Runner: r, Heartbeat: 21 * time.Second}, "heartbeat 21s must be positive and at most half the ack wait 30s"},
 		{"ack wait", Config{Conn: nc, Runner: r, Topology: TopologyConfig{AckWait: time.Millisecond}}, "ack wait must be at least 1s"},
 		{"backoff", Config{Conn: nc, Runner: r, Topology: TopologyConfig{MaxDeliver: 1, BackOff: []time.Duration{time.Second, time.Minute}}},
 			"2 backoff steps exceed max deliver 1"},

@@ -204,13 +204,17 @@ func (c Config) Validate() error {
 		return cfgerr.Field(ErrConfig, "MaxJobBytes", "max job bytes", "must be at least %d (got %d)", minJobBytes, c.MaxJobBytes)
 	}
 	shortest, field := c.Topology.shortestAckWait()
-	if c.Heartbeat < 0 || c.Heartbeat >= shortest {
+	// At most half: a heartbeat's flush may take half its interval, and an
+	// attempt fences itself when none got through for the ack wait less
+	// half a heartbeat, so a longer one fenced every job (above two thirds,
+	// before its first heartbeat was due).
+	if c.Heartbeat < 0 || c.Heartbeat > shortest/2 {
 		what := "the ack wait"
 		if field == "BackOff" {
 			what = "the shortest backoff step"
 		}
 		return cfgerr.Fields(ErrConfig, []string{"Heartbeat", "Topology." + field}, "heartbeat",
-			"%s must be positive and below %s %s", c.Heartbeat, what, shortest)
+			"%s must be positive and at most half %s %s", c.Heartbeat, what, shortest)
 	}
 	return nil
 }
@@ -381,16 +385,31 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 		case <-ctx.Done():
 			return
 		}
+		if ctx.Err() != nil {
+			// Both were ready (a slot freed as the worker stopped) and
+			// select picked the slot: a fetch now would take jobs only to
+			// hand them back, each spending one of its deliveries.
+			<-w.sem
+			return
+		}
 		held := 1
 		if left > 0 {
 			held += w.moreSlots(int(min(left, uint64(w.cfg.Concurrency))) - 1)
 		}
 		var batch jetstream.MessageBatch
 		var err error
+		endPoll := func() {}
 		if left > 0 {
 			batch, err = c.FetchNoWait(held)
 		} else {
-			batch, err = c.Fetch(1, jetstream.FetchMaxWait(w.cfg.FetchWait))
+			// The long poll ends with ctx: its subscription goes, and the
+			// server delivers only to a pull request with interest, so a
+			// job published as the worker stops is left for another
+			// worker instead of being taken and handed back (a delivery
+			// spent). It used to stay open for the whole FetchWait.
+			var pollCtx context.Context
+			pollCtx, endPoll = context.WithTimeout(ctx, w.cfg.FetchWait)
+			batch, err = c.Fetch(1, jetstream.FetchContext(pollCtx))
 		}
 		got, stopped := 0, false
 		if err == nil {
@@ -413,6 +432,7 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 			}
 			err = batch.Error()
 		}
+		endPoll()
 		for range held - got { // the slots no job came for
 			<-w.sem
 		}
@@ -422,7 +442,9 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 		if stopped || ctx.Err() != nil {
 			return
 		}
-		if err != nil && !errors.Is(err, nats.ErrTimeout) {
+		// DeadlineExceeded: the poll's own bound, should the server's
+		// expiry notice (sent a little before it) be late.
+		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
 			w.log.Warn("fetch failed", "queue", queue, "err", err)
 			select { // do not spin while NATS is away
 			case <-ctx.Done():
@@ -1137,6 +1159,7 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 		defer t.Stop()
 		deadline := time.NewTimer(limit)
 		defer deadline.Stop()
+		deadlineAt := time.Now().Add(limit)
 		wasCut := false
 		for {
 			select {
@@ -1165,9 +1188,16 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 				if send {
 					// A flush confirms the server has the heartbeat: a
 					// publish alone may sit in a buffer while NATS is away.
+					// The flush ends by the deadline: blocked in it, the
+					// loop would fence late, after the server redelivered.
+					left := time.Until(deadlineAt)
+					if left <= 0 {
+						me.fence(fmt.Errorf("no heartbeat could be delivered for %s (ack wait %s)", limit, w.ackWait()))
+						return
+					}
 					err := d.msg.InProgress()
 					if err == nil {
-						err = w.cfg.Conn.FlushTimeout(min(w.cfg.Heartbeat/2, 5*time.Second))
+						err = w.cfg.Conn.FlushTimeout(min(w.cfg.Heartbeat/2, 5*time.Second, left))
 					}
 					if err != nil {
 						d.log.Warn("heartbeat failed", "err", err)
@@ -1176,6 +1206,7 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 				}
 				if delivered {
 					deadline.Reset(limit)
+					deadlineAt = time.Now().Add(limit)
 				}
 			}
 		}
