@@ -81,7 +81,11 @@
 // one JSON object as {}, the servers' templates parse them), with the
 // reasoning the server sent beside it (an answer's is dropped). Tool
 // output above Config.MaxToolOutput is truncated for the model with a note;
-// the tool.result event carries all of it.
+// the tool.result event carries all of it. search_tools and
+// get_tool_details answer JSON within that limit instead (cut, it was not
+// valid): the hits that fit, and a tool's details shortened to a summary
+// of its top-level parameters (calls are still validated against the
+// full schema).
 //
 // # Events, records, checkpoints
 //

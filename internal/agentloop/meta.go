@@ -173,6 +173,29 @@ func (a searchAnswer) text(query, server string) string {
 	return note + mustJSON(a.hits)
 }
 
+// fit is text within max bytes: the best hits that fit, and a note of how
+// many more there were (cut at the tool output limit, the JSON array was
+// not valid).
+func (a searchAnswer) fit(query, server string, max int) string {
+	text := a.text(query, server)
+	if len(text) <= max || len(a.hits) == 0 {
+		return text
+	}
+	all := a.hits
+	// The hits' sizes shrink the answer by at least their encoding each.
+	n := len(all)
+	for n > 1 && len(text) > max {
+		over := len(text) - max
+		for n > 1 && over > 0 {
+			n--
+			over -= len(mustJSON(all[n])) + 1
+		}
+		a.hits = all[:n]
+		text = fmt.Sprintf("Note: %d more hits do not fit in the output; ask for fewer (limit) or search with narrower words.\n", len(all)-n) + a.text(query, server)
+	}
+	return text
+}
+
 // maxSignature bounds a compact signature.
 const maxSignature = 300
 
@@ -310,19 +333,165 @@ func details(t toolcache.Tool) toolDetails {
 	}
 }
 
+// shortDetails is get_tool_details' answer for a tool whose details do
+// not fit in the tool output limit: cut there, the schema was invalid
+// JSON the model could not read. It keeps every top-level parameter's
+// name, type and whether it is required, as far as they fit.
+type shortDetails struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Parameters maps each parameter shown to its type, or to its type and
+	// description, in the schema's order.
+	Parameters orderedParams `json:"parameters"`
+	Required   []string      `json:"required"`
+	Omitted    int           `json:"parameters_not_shown,omitempty"`
+	Note       string        `json:"note"`
+}
+
+type shortParam struct {
+	name, typ, desc string
+	required        bool
+}
+
+// orderedParams encodes as a JSON object in its order (a map would sort).
+type orderedParams []shortParam
+
+func (ps orderedParams) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p.encoded()...)
+	}
+	return append(b, '}'), nil
+}
+
+// encoded is p as a member of orderedParams.
+func (p shortParam) encoded() []byte {
+	k, _ := json.Marshal(p.name)
+	var v []byte
+	if p.desc != "" {
+		v, _ = json.Marshal(struct {
+			Type        string `json:"type"`
+			Description string `json:"description"`
+		}{p.typ, p.desc})
+	} else {
+		v, _ = json.Marshal(p.typ)
+	}
+	return append(append(k, ':'), v...)
+}
+
+// maxShortType bounds a parameter's type in a shortened answer (an enum
+// of long values).
+const maxShortType = 60
+
+// detailsText is get_tool_details' answer for t, in at most max bytes:
+// its details, or when they are larger, a summary of its parameters
+// that is still valid JSON, shortened step by step until it fits.
+func detailsText(t toolcache.Tool, max int) string {
+	full := mustJSON(details(t))
+	if len(full) <= max {
+		return full
+	}
+	var sch struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	_ = json.Unmarshal(parameters(t), &sch)
+	props := orderedProps(sch.Properties)
+	params := make(orderedParams, len(props))
+	required := []string{}
+	for i, p := range props {
+		var d struct {
+			Description string `json:"description"`
+		}
+		_ = json.Unmarshal(p.schema, &d)
+		params[i] = shortParam{name: p.name, typ: typeOf(p.schema), desc: OneLine(d.Description), required: slices.Contains(sch.Required, p.name)}
+		if params[i].required {
+			required = append(required, p.name)
+		}
+	}
+	note := fmt.Sprintf("The details (%d bytes) are over the tool output limit, so this is a summary: parameters maps each top-level "+
+		"parameter to its type; nested fields, defaults and definitions are left out (and the parameters' descriptions when they do "+
+		"not fit). Calls are still validated "+
+		"against the full schema, and an invalid call's error says what is wrong.", len(full))
+	d := shortDetails{Name: t.Name, Title: t.Title, Description: cutText(t.Description, max/4), Parameters: params, Required: required, Note: note}
+	if s := mustJSON(d); len(s) <= max {
+		return s
+	}
+	// Without the parameters' descriptions, the types cut.
+	d.Description = OneLine(t.Description)
+	for i := range params {
+		params[i].desc = ""
+		params[i].typ = cutText(params[i].typ, maxShortType)
+	}
+	if s := mustJSON(d); len(s) <= max {
+		// The room left shows more of the description (its encoding can
+		// be longer than it: then the first line stays).
+		if n := max - len(s) + len(d.Description) - 16; n > len(d.Description) {
+			d.Description = cutText(t.Description, n)
+			if more := mustJSON(d); len(more) <= max {
+				return more
+			}
+		}
+		return s
+	}
+	// The parameters that fit, required ones first, shown in the schema's
+	// order; required lists only those shown.
+	d.Parameters, d.Required = orderedParams{}, []string{}
+	d.Omitted = len(params)
+	d.Note = note + " Not every parameter fits: parameters_not_shown counts those left out (required ones are shown first)."
+	room := max - len(mustJSON(d))
+	keep := make([]bool, len(params))
+fill:
+	for _, req := range []bool{true, false} {
+		for i, p := range params {
+			if p.required != req {
+				continue
+			}
+			n := len(p.encoded()) + 1
+			if req {
+				n += len(p.name) + 3 // its name in required, quoted, with a comma
+			}
+			if n > room {
+				break fill // no optional one before every required one
+			}
+			keep[i], room = true, room-n
+			d.Omitted--
+		}
+	}
+	for i, p := range params {
+		if keep[i] {
+			d.Parameters = append(d.Parameters, p)
+			if p.required {
+				d.Required = append(d.Required, p.name)
+			}
+		}
+	}
+	if s := mustJSON(d); len(s) <= max {
+		return s
+	}
+	// A limit too small for even that (at least 256 bytes): the name and why.
+	return mustJSON(shortDetails{Name: t.Name, Parameters: orderedParams{}, Required: []string{}, Omitted: len(params),
+		Note: "The schema is over the tool output limit; calls are validated against it."})
+}
+
 // runMeta answers the job's search_tools and get_tool_details (args
 // already valid). A search answered with BM25F because its query could not
 // be embedded emits search.semantic_fallback.
 func (j *job) runMeta(ctx context.Context, k toolKind, args json.RawMessage) (string, bool) {
-	return j.reg.runMeta(ctx, j.in.Tools, k, args, func(err error) {
+	return j.reg.runMeta(ctx, j.in.Tools, k, args, j.l.cfg.MaxToolOutput, func(err error) {
 		j.emit(ctx, EventSearchSemanticFallback, j.rounds+1, map[string]any{"error": err.Error()})
 	})
 }
 
-// runMeta answers search_tools and get_tool_details (args already valid);
-// semanticFallback is told when a search's hybrid ranking fell back to
-// BM25F.
-func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args json.RawMessage, semanticFallback func(error)) (string, bool) {
+// runMeta answers search_tools and get_tool_details (args already valid)
+// in at most maxOut bytes, as valid JSON (cut at the tool output limit, it
+// was not); semanticFallback is told when a search's hybrid ranking fell
+// back to BM25F.
+func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args json.RawMessage, maxOut int, semanticFallback func(error)) (string, bool) {
 	switch k {
 	case kindSearchTools:
 		var a struct {
@@ -346,11 +515,11 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 		if ans.semanticErr != nil {
 			semanticFallback(ans.semanticErr)
 		}
-		text := ans.text(a.Query, a.Server)
+		var prefix string
 		if len(down) > 0 {
-			text = fmt.Sprintf("Note: %s: its tools are not in this job's catalog, so they are not among these.\n", downList(down)) + text
+			prefix = fmt.Sprintf("Note: %s: its tools are not in this job's catalog, so they are not among these.\n", downList(down))
 		}
-		return text, false
+		return prefix + ans.fit(a.Query, a.Server, maxOut-len(prefix)), false
 	case kindGetToolDetails:
 		var a struct {
 			Name string `json:"name"`
@@ -373,7 +542,7 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 		if r.code != nil {
 			return r.code.Declarations(e.tool.Name), false
 		}
-		return mustJSON(details(e.tool)), false
+		return detailsText(e.tool, maxOut), false
 	}
 	return fmt.Sprintf("Error: tool kind %d is not a meta tool", k), true
 }
