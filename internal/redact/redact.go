@@ -10,11 +10,13 @@ import (
 const Mask = "xxxxx"
 
 // URL is raw with its credentials replaced: its userinfo (user:xxxxx@ for
-// a password, xxxxx@ for a bare user part, often a token) and the value of
-// each query parameter named like a credential (see CredentialParam), as
-// in https://host/mcp?api_key=xxxxx. Anything else is returned as it is.
+// a password, xxxxx@ for a bare user part, often a token), each path
+// segment that looks like a key (see SecretSegment), as in
+// https://host/v1/xxxxx/chat, and the value of each query parameter named
+// like a credential (see CredentialParam), as in
+// https://host/mcp?api_key=xxxxx. Anything else is returned as it is.
 func URL(raw string) string {
-	return maskQuery(maskUserinfo(raw))
+	return maskQuery(maskPath(maskUserinfo(raw)))
 }
 
 func maskUserinfo(raw string) string {
@@ -121,8 +123,9 @@ func words(name string) []string {
 }
 
 // Secrets lists the credentials raw carries, for Text: its userinfo's
-// password, or its bare user part, and the values of its credential
-// query parameters, each as written and percent-decoded. Values shorter
+// password, or its bare user part, its path segments that look like keys
+// (SecretSegment) and the values of its credential query parameters,
+// each as written and percent-decoded. Values shorter
 // than 4 bytes are left out (masking them would garble unrelated text).
 func Secrets(raw string) []string {
 	var out []string
@@ -149,6 +152,9 @@ func Secrets(raw string) []string {
 		} else {
 			add(user)
 		}
+	}
+	for _, seg := range pathSecrets(raw) {
+		add(seg)
 	}
 	if q := strings.IndexByte(raw, '?'); q >= 0 {
 		query := raw[q+1:]

@@ -1,0 +1,167 @@
+package redact
+
+import (
+	"net/url"
+	"strings"
+)
+
+// pathBounds returns where raw's path starts and ends: after the scheme
+// and authority, before the query or fragment.
+func pathBounds(raw string) (start, end int) {
+	start = 0
+	if i := strings.Index(raw, "://"); i >= 0 {
+		start = i + 3
+		if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
+			start += j
+		} else {
+			return len(raw), len(raw)
+		}
+	} else if j := strings.IndexAny(raw, "/?#"); j >= 0 {
+		// No scheme: host/path, or a bare path.
+		start = j
+	} else {
+		return len(raw), len(raw)
+	}
+	end = len(raw)
+	if k := strings.IndexAny(raw[start:], "?#"); k >= 0 {
+		end = start + k
+	}
+	return start, end
+}
+
+// maskPath masks raw's path segments that look like credentials
+// (SecretSegment), whole, leaving the others byte for byte.
+func maskPath(raw string) string {
+	start, end := pathBounds(raw)
+	if start >= end {
+		return raw
+	}
+	segs := strings.Split(raw[start:end], "/")
+	changed := false
+	for i, s := range segs {
+		if SecretSegment(s) {
+			segs[i] = Mask
+			changed = true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	return raw[:start] + strings.Join(segs, "/") + raw[end:]
+}
+
+// pathSecrets are raw's path segments SecretSegment takes for credentials.
+func pathSecrets(raw string) []string {
+	start, end := pathBounds(raw)
+	var out []string
+	if start >= end {
+		return out
+	}
+	for _, s := range strings.Split(raw[start:end], "/") {
+		if SecretSegment(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// secretPrefixes start the API keys and tokens of well-known services:
+// OpenAI and Anthropic (sk-), Stripe (sk_, rk_), GitHub (ghp_, gho_, ghu_,
+// ghs_, ghr_, github_pat_), GitLab (glpat-), Slack (xox?-, xapp-),
+// Hugging Face (hf_), npm (npm_), Google (AIza), AWS (AKIA, ASIA), a JWT
+// (eyJ, the base64 of `{"`).
+var secretPrefixes = []string{
+	"sk-", "sk_", "rk_", "pk_live_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+	"glpat-", "xoxa-", "xoxb-", "xoxe-", "xoxp-", "xoxr-", "xoxs-", "xapp-",
+	"hf_", "npm_", "AIza", "AKIA", "ASIA", "eyJ",
+}
+
+// SecretSegment says whether a URL path segment looks like a credential,
+// as when a key is put in the path (https://proxy/v1/sk-..., an MCP
+// server's https://host/<token>/sse): it starts with a known key prefix
+// (sk-, ghp_, xoxb-, AIza, eyJ, ...) followed by at least 8 characters
+// one of which is a digit; or it is "Bearer" and a value (after a space or a '+'); or a UUID; or,
+// percent-decoded, it holds a run of at least 20 characters of [A-Za-z0-9]
+// (between '-', '_', '.', '~', ':', '+', '=') that mixes letters and
+// digits as random text does (at least 5 changes between lower case,
+// upper case and digits, one every 4 characters or more often). Path
+// words and model names (v1, chat, completions, gpt-4o-mini-2024-07-18,
+// claude-3-5-sonnet-20241022) are not.
+func SecretSegment(seg string) bool {
+	if d, err := url.PathUnescape(seg); err == nil {
+		seg = d
+	}
+	if len(seg) < 8 {
+		return false
+	}
+	for _, p := range secretPrefixes {
+		if rest, ok := strings.CutPrefix(seg, p); ok && len(rest) >= 8 && strings.ContainsAny(rest, "0123456789") {
+			return true
+		}
+	}
+	if len(seg) > 7 && strings.EqualFold(seg[:6], "bearer") && strings.ContainsAny(seg[6:7], " +") {
+		return true
+	}
+	if isUUID(seg) {
+		return true
+	}
+	for _, run := range strings.FieldsFunc(seg, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		if randomLooking(run) {
+			return true
+		}
+	}
+	return false
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// randomLooking says whether an alphanumeric run reads as random: long,
+// with letters and digits, changing class often (random base62 changes
+// about every other character; words and version numbers seldom do).
+func randomLooking(run string) bool {
+	if len(run) < 20 {
+		return false
+	}
+	class := func(c byte) int {
+		switch {
+		case c >= '0' && c <= '9':
+			return 0
+		case c >= 'a' && c <= 'z':
+			return 1
+		default:
+			return 2
+		}
+	}
+	var seen [3]bool
+	changes := 0
+	for i := 0; i < len(run); i++ {
+		seen[class(run[i])] = true
+		if i > 0 && class(run[i]) != class(run[i-1]) {
+			changes++
+		}
+	}
+	if !seen[0] || !(seen[1] || seen[2]) {
+		return false
+	}
+	return changes >= 5 && changes*4 >= len(run)
+}
