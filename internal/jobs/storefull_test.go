@@ -123,3 +123,66 @@ func TestLastDeliveryKeptWhileTheStoreIsFull(t *testing.T) {
 		t.Errorf("%d dead letters", len(dls))
 	}
 }
+
+// "job dead-lettered" is logged only once the dead letter is stored: while
+// the store is full, the max-deliveries advisory's copy fails, the log
+// says it will be retried, and the job's message stays; with room again
+// the copy goes through and only then is the job logged dead-lettered.
+func TestDeadLetteredLoggedOnlyOnceStored(t *testing.T) {
+	t.Parallel()
+	topo := TopologyConfig{AckWait: time.Second, MaxDeliver: 2}
+	nc, js, ctx := smallStore(t, topo)
+	c := newClient(t, nc)
+	const id = "poison-full"
+	if _, err := c.Submit(ctx, &Job{ID: id, Task: "echo:x"}); err != nil {
+		t.Fatal(err)
+	}
+	ensured, err := EnsureTopology(ctx, js, topo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two deliveries never acknowledged: a worker that crashes on the job,
+	// twice; the server stores its max-deliveries advisory when a pull
+	// request would have had it a third time.
+	cons := ensured.Consumers[DefaultQueue]
+	for range 2 {
+		fetchOne(t, cons)
+	}
+	for {
+		info, err := ensured.Advisories.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs > 0 {
+			break
+		}
+		if _, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill := fillStore(t, ctx, js)
+	rec, log := newRecordLog()
+	startWorker(t, nc, Config{Runner: newTestRunner(), WorkerID: "w1", Logger: log, Topology: topo})
+	if _, err := rec.wait(ctx, "dead-lettering after max deliveries failed"); err != nil {
+		t.Fatalf("the copy did not fail with the store full: %v", err)
+	}
+	rec.mu.Lock()
+	for _, l := range rec.lines {
+		if strings.Contains(l, "job dead-lettered") {
+			t.Errorf("logged %q while the store was full", l)
+		}
+	}
+	rec.mu.Unlock()
+	if err := js.DeleteStream(ctx, fill.CachedInfo().Config.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.wait(ctx, "job dead-lettered"); err != nil {
+		t.Fatalf("not dead-lettered once the store had room: %v", err)
+	}
+	if dls := streamMsgs(t, nc, c.names.DLQStream(), ""); len(dls) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dls))
+	}
+	if st := waitStatus(t, c, id); st.Status != StatusDead {
+		t.Errorf("state %s, want dead", st.Status)
+	}
+}
