@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 const defaultTask = "What is the weather in Lisbon right now, and what is 19.5 + 22.5?"
@@ -122,7 +123,7 @@ func run(ctx context.Context, out io.Writer, task string, keep bool) error {
 		return err
 	}
 
-	modelEnv, closeModel, err := model(out)
+	modelEnv, closeModel, err := model(out, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -192,9 +193,11 @@ func run(ctx context.Context, out io.Writer, task string, keep bool) error {
 
 // model returns the OPENAI_* environment for the worker: the caller's own
 // when OPENAI_BASE_URL is set, otherwise a scripted model started here.
-func model(out io.Writer) (env []string, closeFn func(), err error) {
-	if os.Getenv("OPENAI_BASE_URL") != "" {
-		fmt.Fprintf(out, "demo: model %s at %s\n", os.Getenv("OPENAI_MODEL"), os.Getenv("OPENAI_BASE_URL"))
+// getenv is os.Getenv (a test's own in tests).
+func model(out io.Writer, getenv func(string) string) (env []string, closeFn func(), err error) {
+	if base := getenv("OPENAI_BASE_URL"); base != "" {
+		// The demo's output is pasted into issues: a gateway's key in the URL stays out.
+		fmt.Fprintf(out, "demo: model %s at %s\n", getenv("OPENAI_MODEL"), redact.URL(base))
 		return nil, func() {}, nil
 	}
 	s, err := llmtest.Start(llmtest.Script{Model: "jetagent-scripted-demo", Handler: scripted})

@@ -175,7 +175,7 @@ func (a *attempts) observe(req *http.Request, next option.MiddlewareNext) (*http
 		// none to another origin, see Config.HTTPClient): the same
 		// request would get it again.
 		err := nonRetryable(fmt.Errorf("%w (status %d): a redirect to %q, not followed (set BaseURL to the API's own URL)",
-			ErrBadReply, res.StatusCode, res.Header.Get("Location")))
+			ErrBadReply, res.StatusCode, redact.URL(res.Header.Get("Location")))) // a signed Location's token stays out of the job's error
 		a.failed(err)
 		return asErrorReply(res, err), nil
 	case res.StatusCode >= 200:

@@ -101,6 +101,11 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 			// Before: openai-go's origin guard refused it, reported as a
 			// connection error, which the worker retries.
 			wantRequests: 1, wantErr: []string{`unusable reply (status 307): a redirect to "https://login.example.com/v1/chat/completions", not followed`}, badReply: true},
+		{name: "redirect to a URL carrying a credential",
+			// The error is stored and published with the job: a signed
+			// Location's token was quoted whole.
+			replies:      []llmtest.Reply{{Status: 302, Header: map[string]string{"Location": "https://login.example.com/sso?token=SECRETTOKEN123&next=%2Fv1"}, Body: "moved"}},
+			wantRequests: 1, wantErr: []string{`a redirect to "https://login.example.com/sso?token=xxxxx&next=%2Fv1", not followed`}, badReply: true},
 		{name: "byte order mark",
 			replies:      []llmtest.Reply{{Body: "\ufeff" + completion(`{"role":"assistant","content":"fine"}`, "stop")}},
 			wantRequests: 1, wantContent: "fine"},
