@@ -68,8 +68,11 @@
 // Tool keeps the server's name (Original), the verbatim input schema (for
 // validation) and a normalised copy (Parameters: no $schema, always
 // "type":"object") for providers. Names follow OpenAI's
-// ^[a-zA-Z0-9_-]{1,64}$: invalid characters become '_', long names are cut
-// with a hash suffix, and a name offered by more than one server becomes
+// ^[a-zA-Z0-9_-]{1,64}$: accents are dropped and a few Latin letters
+// spelled out (Café_crème is Cafe_creme), other ASCII characters become
+// '_', a name with characters of no ASCII form (CJK, Cyrillic) keeps its
+// ASCII part with a hash of the whole name (查询天气 is tool_ and 8 hex
+// digits), long names are cut with a hash suffix, and a name offered by more than one server becomes
 // server__tool for each of them, so the outcome does not depend on which
 // server connected first. notifications/tools/list_changed makes the pool
 // re-read that server's list at once, and a slow timer re-reads all lists;

@@ -6,6 +6,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // maxNameLen is OpenAI's limit on function names.
@@ -20,27 +24,79 @@ func ValidName(s string) bool { return validName.MatchString(s) }
 // qualifySep joins server and tool in a server-qualified name.
 const qualifySep = "__"
 
-// sanitizeName maps any string to the function-name alphabet: runs of other
-// characters become one '_'.
+// sanitizeName maps any string to the function-name alphabet, keeping
+// what it can of its meaning, the same way every time:
+//   - letters with accents lose them, ligatures and compatibility forms
+//     are spelled out (NFKD; "Café" is Cafe, "ﬁle" is file), and a few
+//     Latin letters with no decomposition are transliterated (ß ss, æ ae,
+//     ø o, ł l, ...);
+//   - runs of other ASCII characters (spaces, punctuation) become one '_';
+//   - a name with other non-ASCII characters (CJK, Cyrillic, emoji: no
+//     ASCII form here) keeps its ASCII part and ends in '_' and a hash of
+//     the whole name ("tool_" and the hash when nothing is left), so that
+//     such names stay distinct: "查询天气" and "获取时间" were both "_".
 func sanitizeName(s string) string {
 	var b strings.Builder
-	under := false
-	for _, r := range s {
+	under, lost := false, false
+	write := func(r rune) {
 		ok := r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-		if ok {
+		switch {
+		case ok:
 			b.WriteRune(r)
 			under = false
+		case r >= utf8.RuneSelf && unicode.Is(unicode.Mn, r):
+			// a combining accent, left by the decomposition: dropped
+		default:
+			if r >= utf8.RuneSelf {
+				lost = true
+			}
+			if !under {
+				b.WriteByte('_')
+				under = true
+			}
+		}
+	}
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			write(r)
 			continue
 		}
-		if !under {
-			b.WriteByte('_')
-			under = true
+		if t, ok := latinTranslit[r]; ok {
+			for _, c := range t {
+				write(c)
+			}
+			continue
+		}
+		for _, c := range norm.NFKD.String(string(r)) {
+			if t, ok := latinTranslit[c]; ok {
+				for _, c2 := range t {
+					write(c2)
+				}
+				continue
+			}
+			write(c)
 		}
 	}
-	if b.Len() == 0 {
+	name := b.String()
+	if lost {
+		name = strings.Trim(name, "_-")
+		if name == "" {
+			name = "tool"
+		}
+		return name + "_" + shortHash(s)
+	}
+	if name == "" {
 		return "_"
 	}
-	return b.String()
+	return name
+}
+
+// latinTranslit spells Latin letters that NFKD leaves as they are.
+var latinTranslit = map[rune]string{
+	'ß': "ss", 'ẞ': "SS", 'æ': "ae", 'Æ': "AE", 'œ': "oe", 'Œ': "OE",
+	'ø': "o", 'Ø': "O", 'đ': "d", 'Đ': "D", 'ð': "d", 'Ð': "D",
+	'ł': "l", 'Ł': "L", 'þ': "th", 'Þ': "Th", 'ı': "i", 'ħ': "h", 'Ħ': "H",
+	'ŧ': "t", 'Ŧ': "T", 'ŋ': "ng", 'Ŋ': "NG", 'ĸ': "k",
 }
 
 // fitName makes s at most 64 characters; a shortened name ends in a hash of

@@ -23,8 +23,20 @@ func TestAssignNames(t *testing.T) {
 		{"unique names kept", []Tool{mkTool("a", "read"), mkTool("b", "write")}, []string{"read", "write"}},
 		{"clash qualifies every owner", []Tool{mkTool("gh", "search"), mkTool("jira", "search"), mkTool("gh", "get")},
 			[]string{"gh__search", "jira__search", "get"}},
-		{"invalid characters", []Tool{mkTool("a", "files.read"), mkTool("a", "ユーザー"), mkTool("a", "a  b/c")},
-			[]string{"files_read", "_", "a_b_c"}},
+		{"invalid characters", []Tool{mkTool("a", "files.read"), mkTool("a", "a  b/c")},
+			[]string{"files_read", "a_b_c"}},
+		// Non-ASCII names were "_" for every character run: "查询天气" and
+		// "获取时间" were both "_" (then suffixed by server, so a job's
+		// names changed with the catalog), "Café" was "Caf_".
+		{"CJK names distinct and stable", []Tool{mkTool("a", "查询天气"), mkTool("a", "获取时间"), mkTool("a", "ユーザー")},
+			[]string{"tool_" + shortHash("查询天气"), "tool_" + shortHash("获取时间"), "tool_" + shortHash("ユーザー")}},
+		{"ASCII part kept", []Tool{mkTool("a", "天气_forecast v2"), mkTool("a", "погода-today")},
+			[]string{"forecast_v2_" + shortHash("天气_forecast v2"), "today_" + shortHash("погода-today")}},
+		{"accents transliterated", []Tool{mkTool("a", "Café_crème"), mkTool("a", "straße.größe"), mkTool("a", "Łódź søk"), mkTool("a", "ﬁle_Ａ²")},
+			[]string{"Cafe_creme", "strasse_grosse", "Lodz_sok", "file_A2"}},
+		{"CJK clash across servers", []Tool{mkTool("天气", "查询"), mkTool("时间", "查询")},
+			[]string{"tool_" + shortHash("天气") + "__tool_" + shortHash("查询"), "tool_" + shortHash("时间") + "__tool_" + shortHash("查询")}},
+		{"long CJK name", []Tool{mkTool("a", strings.Repeat("天", 100))}, []string{"tool_" + shortHash(strings.Repeat("天", 100))}},
 		{"server names sanitised too", []Tool{mkTool("my server", "x"), mkTool("other.srv", "x")},
 			[]string{"my_server__x", "other_srv__x"}},
 		{"long name cut with hash", []Tool{mkTool("a", long)}, []string{strings.Repeat("x", 55) + "_" + shortHash("a\x00"+long)}},
