@@ -288,12 +288,17 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 	return codemode.Result{Text: res.Text, Structured: res.Structured}, nil
 }
 
-// Explain is why the code's tools has no tool name, when unknownToolError
-// has more to say than closest names (the tool's server is down, or
-// added it mid-job): code mode then says what a direct call would.
 var _ codemode.Explainer = (*codeHost)(nil)
 
+// Explain is why the code's tools has no tool name: for one of code
+// mode's own tools (search_tools, which the generic refusal tells the
+// model to use), that it is called directly; and when unknownToolError has
+// more to say than closest names (the tool's server is down, or added it
+// mid-job), what a direct call would say.
 func (h *codeHost) Explain(name string) string {
+	if _, ok := h.j.reg.meta[name]; ok {
+		return fmt.Sprintf("%s is a tool of your tools list, not of the code: call it directly, outside execute_code", name)
+	}
 	if !h.j.reg.explainsMissing(name) {
 		return ""
 	}

@@ -213,6 +213,9 @@ func TestCodeModeRefusesEscapes(t *testing.T) {
 		{"unawaited call flood", `for (;;) tools.read({arg: "x"})`, "limit of 200 tool calls", time.Minute},
 		{"never settles", `await new Promise(() => {})`, "never settles", 0},
 		{"arguments not an object", `await tools.read({toJSON: () => "x"})`, "serialised to a string", 0},
+		// The refusal said "search_tools finds them" of a tools.search_tools
+		// the code cannot call.
+		{"a meta tool from code", `await tools.search_tools({query: "x"})`, "tools.search_tools is not a tool of this job: search_tools is a tool of your tools list, not of the code: call it directly", 0},
 	} {
 		// One at a time: codemode's memory watchdog reads the process's
 		// heap, so a neighbour's allocation could stop the loop case first.
