@@ -29,13 +29,9 @@ type maxDeliveriesAdvisory struct {
 // each, and none is lost while no worker runs.
 func (w *Worker) deadLetterLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		// The poll ends with ctx, so stopping does not wait out FetchWait.
-		pollCtx, endPoll := context.WithTimeout(ctx, w.cfg.FetchWait)
-		msg, err := w.topo.AdvisoryConsumer.Next(jetstream.FetchContext(pollCtx))
-		endPoll()
+		msg, err := w.topo.AdvisoryConsumer.Next(jetstream.FetchMaxWait(w.cfg.FetchWait))
 		if err != nil {
-			if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) &&
-				!errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			if !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
 				w.log.Warn("advisory fetch failed", "err", err)
 				select {
 				case <-ctx.Done():

@@ -398,18 +398,17 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 		}
 		var batch jetstream.MessageBatch
 		var err error
-		endPoll := func() {}
 		if left > 0 {
 			batch, err = c.FetchNoWait(held)
 		} else {
-			// The long poll ends with ctx: its subscription goes, and the
-			// server delivers only to a pull request with interest, so a
-			// job published as the worker stops is left for another
-			// worker instead of being taken and handed back (a delivery
-			// spent). It used to stay open for the whole FetchWait.
-			var pollCtx context.Context
-			pollCtx, endPoll = context.WithTimeout(ctx, w.cfg.FetchWait)
-			batch, err = c.Fetch(1, jetstream.FetchContext(pollCtx))
+			// Not FetchContext, to end the poll with ctx: its expiry leaves
+			// the client a tenth of the wait after the server's, and a job
+			// the server sends to a poll the client has just ended is
+			// lost until its ack wait (a delivery spent): under load in
+			// tests, jobs dead-lettered undelivered. FetchMaxWait keeps a
+			// second; a job that comes in a poll open while the worker
+			// stops is handed back (below).
+			batch, err = c.Fetch(1, jetstream.FetchMaxWait(w.cfg.FetchWait))
 		}
 		got, stopped := 0, false
 		if err == nil {
@@ -432,7 +431,6 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 			}
 			err = batch.Error()
 		}
-		endPoll()
 		for range held - got { // the slots no job came for
 			<-w.sem
 		}
@@ -442,9 +440,7 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 		if stopped || ctx.Err() != nil {
 			return
 		}
-		// DeadlineExceeded: the poll's own bound, should the server's
-		// expiry notice (sent a little before it) be late.
-		if err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		if err != nil && !errors.Is(err, nats.ErrTimeout) {
 			w.log.Warn("fetch failed", "queue", queue, "err", err)
 			select { // do not spin while NATS is away
 			case <-ctx.Done():
