@@ -76,9 +76,9 @@ type Config struct {
 	ClientToolTimeout time.Duration `split_words:"true" desc:"how long a client tool call waits for the submitter's answer"`
 
 	MCPConnectTimeout time.Duration `envconfig:"MCP_CONNECT_TIMEOUT" desc:"MCP: bound on one connection attempt (spawn or dial, handshake, first tools/list)"`
-	MCPHealthInterval time.Duration `envconfig:"MCP_HEALTH_INTERVAL" desc:"MCP: how often each shared session is pinged (0: no health checks)"`
+	MCPHealthInterval time.Duration `envconfig:"MCP_HEALTH_INTERVAL" desc:"MCP: how often each shared session is pinged (0: no health checks; else at least 1s)"`
 	MCPHealthMisses   int           `envconfig:"MCP_HEALTH_MISSES" desc:"MCP: unanswered pings in a row (while the server answers nothing else) before its session is replaced"`
-	MCPResyncInterval time.Duration `envconfig:"MCP_RESYNC_INTERVAL" desc:"MCP: how often tool lists are re-read without a list_changed notification (0: never)"`
+	MCPResyncInterval time.Duration `envconfig:"MCP_RESYNC_INTERVAL" desc:"MCP: how often tool lists are re-read without a list_changed notification (0: never; else at least 1s)"`
 	MCPBackoffInitial time.Duration `envconfig:"MCP_BACKOFF_INITIAL" desc:"MCP: first delay before reconnecting a server that failed"`
 	MCPBackoffMax     time.Duration `envconfig:"MCP_BACKOFF_MAX" desc:"MCP: longest delay between reconnection attempts"`
 
@@ -440,8 +440,26 @@ func (s Settings) validateTools() error {
 	if err := s.poolSettings().Validate(); err != nil {
 		return named(err, poolVars)
 	}
+	// A sub-second interval is a slip (1ms for 1m): a ping's timeout is
+	// the interval, so JETAGENT_MCP_HEALTH_INTERVAL=1ns failed every ping
+	// and kept every server reconnecting, and a resync that short re-reads
+	// tools/list in a loop.
+	for _, v := range []struct {
+		name string
+		got  time.Duration
+	}{
+		{"JETAGENT_MCP_HEALTH_INTERVAL", s.MCPHealthInterval},
+		{"JETAGENT_MCP_RESYNC_INTERVAL", s.MCPResyncInterval},
+	} {
+		if v.got > 0 && v.got < minMCPInterval {
+			return fmt.Errorf("invalid %s: must be 0 (off) or at least %s (got %s)", v.name, minMCPInterval, v.got)
+		}
+	}
 	return nil
 }
+
+// minMCPInterval is the shortest MCP health or resync interval taken.
+const minMCPInterval = time.Second
 
 // sameListener reports whether two listen addresses take the same port
 // on a common interface (an empty or unspecified host is every one).
@@ -481,6 +499,11 @@ func (s Settings) validate() error {
 	}
 	if err := s.NATS.Validate(); err != nil {
 		return err
+	}
+	if s.maxJobBytesSet && c.MaxJobBytes == 0 {
+		// jobs reads 0 as its default: an explicit 0 (meant as no limit)
+		// ran with 1 MiB without a word.
+		return bad("JETAGENT_MAX_JOB_BYTES", "must be positive (got 0; unset, the default is %d, lowered to fit the server's max_payload)", jobs.DefaultMaxJobBytes)
 	}
 	if err := s.jobsConfig().Validate(); err != nil {
 		return named(err, jobsVars)

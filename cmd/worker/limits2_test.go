@@ -27,6 +27,13 @@ func TestLimitsAtTheirBoundsNamed(t *testing.T) {
 		{"JETAGENT_DLQ_MAX_AGE", "10ms", "invalid JETAGENT_DLQ_MAX_AGE: must be 0 (kept until purged) or at least 100ms (got 10ms)"},
 		{"JETAGENT_EVENTS_MAX_AGE", "1ns", "invalid JETAGENT_EVENTS_MAX_AGE: must be at least 100ms (got 1ns)"},
 		{"JETAGENT_DUPLICATE_WINDOW", "99ms", "invalid JETAGENT_DUPLICATE_WINDOW: must be at least 100ms (got 99ms)"},
+		// An explicit 0 ran with the 1 MiB default; sub-second MCP
+		// intervals failed every ping (the ping's timeout is the interval)
+		// or re-read tools/list in a loop.
+		{"JETAGENT_MAX_JOB_BYTES", "0", "invalid JETAGENT_MAX_JOB_BYTES: must be positive (got 0; unset, the default is 1048576"},
+		{"JETAGENT_MCP_HEALTH_INTERVAL", "1ns", "invalid JETAGENT_MCP_HEALTH_INTERVAL: must be 0 (off) or at least 1s (got 1ns)"},
+		{"JETAGENT_MCP_HEALTH_INTERVAL", "500ms", "invalid JETAGENT_MCP_HEALTH_INTERVAL: must be 0 (off) or at least 1s (got 500ms)"},
+		{"JETAGENT_MCP_RESYNC_INTERVAL", "1ms", "invalid JETAGENT_MCP_RESYNC_INTERVAL: must be 0 (off) or at least 1s (got 1ms)"},
 	} {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-test")
