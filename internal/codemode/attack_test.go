@@ -236,3 +236,27 @@ func checkAttack(t *testing.T, tt attack) {
 		t.Errorf("Calls = %d (recorded %d), want %d", out.Calls, len(h.recorded()), tt.wantCalls)
 	}
 }
+
+// A thrown value of megabytes was the execution's error whole (Output.Text
+// is bounded by MaxOutput, the error was not): it is cut there now, with
+// how long it was.
+func TestThrownValueIsCut(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, code, want string }{
+		{"a string", `throw "x".repeat(1e6)`, `Uncaught "xxx`},
+		{"an Error", `throw new Error("y".repeat(1e6))`, "Uncaught Error: yyy"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cat, h := echoTools()
+			out := cat.Run(context.Background(), tt.code, h, Limits{MaxOutput: 1000})
+			if out.Err == nil {
+				t.Fatal("no error")
+			}
+			msg := out.Err.Error()
+			if len(msg) > 1200 || !strings.HasPrefix(msg, tt.want) || !strings.Contains(msg, " bytes]") {
+				t.Errorf("error of %d bytes: %.200q...%q", len(msg), msg, msg[max(0, len(msg)-100):])
+			}
+		})
+	}
+}

@@ -54,7 +54,9 @@
 // in Output.Text, at most Limits.MaxOutput bytes: when both do not fit
 // the value keeps up to half the budget, and each cut part ends with an
 // "[output truncated: ...]" marker. Rejections nothing handled are
-// reported as "[error] unhandled rejection: ..." lines.
+// reported as "[error] unhandled rejection: ..." lines. The text of a
+// value thrown and not caught (in Output.Err, or such a line) is cut at
+// MaxOutput bytes too, with a "[thrown value truncated: ...]" marker.
 //
 // # Determinism
 //

@@ -539,7 +539,22 @@ func (s *session) uncaught(v goja.Value) error {
 	o := d.ToObject(s.vm)
 	text := o.Get("0").String()
 	stack := o.Get("1").String()
-	return errors.New("Uncaught " + text + location(stack))
+	return errors.New("Uncaught " + s.cutMessage(text) + location(stack))
+}
+
+// cutMessage bounds a thrown value's text by MaxOutput, as Output.Text is:
+// a thrown string of megabytes was the execution's error whole.
+func (s *session) cutMessage(text string) string {
+	limit := s.lim.MaxOutput
+	if len(text) <= limit {
+		return text
+	}
+	mark := fmt.Sprintf("... [thrown value truncated: %d bytes]", len(text))
+	cut := max(limit-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + mark
 }
 
 // reportUnhandled prints the rejections nothing handled, other than the
@@ -555,7 +570,7 @@ func (s *session) reportUnhandled(main *goja.Promise) {
 		}
 		o := d.ToObject(s.vm)
 		s.mu.Lock()
-		s.out.add(2, "unhandled rejection: "+o.Get("0").String()+location(o.Get("1").String()))
+		s.out.add(2, "unhandled rejection: "+s.cutMessage(o.Get("0").String())+location(o.Get("1").String()))
 		s.mu.Unlock()
 	}
 	s.unhandled = nil
