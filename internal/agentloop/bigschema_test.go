@@ -47,11 +47,14 @@ func TestOversizedDetailsStayValidJSON(t *testing.T) {
 		props     int
 		maxOutput int
 		all       bool // every parameter is named
+		mode      agentloop.Mode
 	}{
-		{"200 parameters", 200, 0, true},
-		{"200 parameters, a 4 KiB limit", 200, 4 << 10, false},
-		{"2000 parameters", 2000, 0, false},
-		{"the minimum limit", 200, 256, false},
+		{"200 parameters", 200, 0, true, agentloop.ModeSearch},
+		{"200 parameters, a 4 KiB limit", 200, 4 << 10, false, agentloop.ModeSearch},
+		{"2000 parameters", 2000, 0, false, agentloop.ModeSearch},
+		{"the minimum limit", 200, 256, false, agentloop.ModeSearch},
+		// Code mode's TypeScript declarations ended mid-interface.
+		{"code mode", 200, 0, true, agentloop.ModeCode},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -63,16 +66,24 @@ func TestOversizedDetailsStayValidJSON(t *testing.T) {
 				})
 			v := inProcessView(t, nil, map[string]*server.MCPServer{"big": s})
 			ms := llmtest.NewServer(t, toolReply(call("get_tool_details", `{"name":"make_report"}`)), textReply("done"))
-			res, err := newLoop(t, ms, agentloop.Config{MaxToolOutput: tt.maxOutput}).Run(t.Context(), agentloop.Input{Task: "x", Mode: agentloop.ModeSearch, Tools: v})
+			res, err := newLoop(t, ms, agentloop.Config{MaxToolOutput: tt.maxOutput}).Run(t.Context(), agentloop.Input{Task: "x", Mode: tt.mode, Tools: v})
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := toolMessages(res.Messages)[0].Content
+			answer := toolMessages(res.Messages)[0].Content
+			out := answer
+			if tt.mode == agentloop.ModeCode {
+				head, rest, _ := strings.Cut(answer, "\n")
+				if !strings.HasPrefix(head, "// The TypeScript declarations of tools.make_report") || !strings.Contains(head, "await tools.make_report(") {
+					t.Errorf("code mode's answer starts %q", head)
+				}
+				out = rest
+			}
 			limit := tt.maxOutput
 			if limit == 0 {
 				limit = agentloop.DefaultMaxToolOutput
 			}
-			if !json.Valid([]byte(out)) || len(out) > limit {
+			if !json.Valid([]byte(out)) || len(answer) > limit {
 				t.Fatalf("answer of %d bytes (limit %d) is not valid JSON: ...%s", len(out), limit, out[max(0, len(out)-300):])
 			}
 			var got struct {

@@ -85,7 +85,8 @@
 // get_tool_details answer JSON within that limit instead (cut, it was not
 // valid): the hits that fit, and a tool's details shortened to a summary
 // of its top-level parameters (calls are still validated against the
-// full schema).
+// full schema; in code mode, TypeScript declarations over the limit give
+// way to that summary too).
 //
 // # Events, records, checkpoints
 //

@@ -540,7 +540,15 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 			}
 		}
 		if r.code != nil {
-			return r.code.Declarations(e.tool.Name), false
+			d := r.code.Declarations(e.tool.Name)
+			if len(d) <= maxOut {
+				return d, false
+			}
+			// Cut at the limit, the declarations ended mid-interface.
+			id, _ := r.code.Ident(e.tool.Name)
+			head := fmt.Sprintf("// The TypeScript declarations of tools.%s (%d bytes) are over the tool output limit: "+
+				"a summary of its input's top-level parameters follows, as JSON. Call it as await tools.%s({...}).\n", id, len(d), id)
+			return head + detailsText(e.tool, maxOut-len(head)), false
 		}
 		return detailsText(e.tool, maxOut), false
 	}
