@@ -23,6 +23,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/jetagent/jetagent/internal/agentrun"
+	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/textdist"
@@ -535,7 +536,7 @@ func resultOf(st *jobs.State) *jobs.Result {
 func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error) {
 	cfg, err := toolcache.LoadConfig(path)
 	if err != nil {
-		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
+		return nil, fmt.Errorf("--local-mcp %s: %w", path, cfgerr.InJSONFile(err, path)) // a syntax error's line
 	}
 	pool, err := toolcache.NewPool(c.ctx, cfg, toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {

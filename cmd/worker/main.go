@@ -24,6 +24,7 @@ import (
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/agentrun"
+	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/redact"
@@ -180,7 +181,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if s.MCPConfig != "" {
 		var err error
 		if mcpCfg, err = toolcache.LoadConfig(s.MCPConfig); err != nil {
-			return fmt.Errorf("JETAGENT_MCP_CONFIG: %w", err) // the error names the file
+			return fmt.Errorf("JETAGENT_MCP_CONFIG: %w", cfgerr.InJSONFile(err, s.MCPConfig)) // the error names the file, and the line of a syntax error
 		}
 	}
 	// /metrics, /healthz and /readyz answer from the start, so that an
@@ -515,7 +516,7 @@ func tools(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg, err := toolcache.LoadConfig(path)
 	if err != nil {
-		return fmt.Errorf("JETAGENT_MCP_CONFIG: %w", err) // the error names the file
+		return fmt.Errorf("JETAGENT_MCP_CONFIG: %w", cfgerr.InJSONFile(err, path)) // the error names the file, and the line of a syntax error
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -146,6 +146,11 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 	if err := os.WriteFile(notJSON, []byte("{mcpServers: nope"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A trailing comma on line 3: encoding/json names only a byte offset.
+	comma := filepath.Join(files, "comma.json")
+	if err := os.WriteFile(comma, []byte("{\"mcpServers\": {\n  \"a\": {\"command\": \"x\"},\n  \"b\": {\"command\": \"y\"},\n}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	misspelt := filepath.Join(files, "misspelt.json")
 	if err := os.WriteFile(misspelt, []byte(`{"mcpServers": {"x": {"command": "a", "sessionMod": "per-job"}}}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -184,6 +189,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_DUPLICATE_WINDOW": "-1h"}, "invalid JETAGENT_DUPLICATE_WINDOW: must be at least 100ms (got -1h0m0s)"},
 		{map[string]string{"JETAGENT_MAX_DELIVER": "0"}, "invalid JETAGENT_MAX_DELIVER: must be at least 1 (got 0)"},
 		{map[string]string{"JETAGENT_MCP_CONFIG": notJSON}, "JETAGENT_MCP_CONFIG: " + notJSON + ": toolcache: config is not valid JSON"},
+		{map[string]string{"JETAGENT_MCP_CONFIG": comma}, "invalid character '}' looking for beginning of object key string (at line 4, column 1)"},
 		{map[string]string{"JETAGENT_MCP_CONFIG": files}, "JETAGENT_MCP_CONFIG: toolcache: read config: read " + files + ": is a directory"},
 		{map[string]string{"JETAGENT_MCP_CONFIG": misspelt}, "JETAGENT_MCP_CONFIG: " + misspelt + `: toolcache: server "x": unknown key "sessionMod": did you mean "sessionMode"?`},
 		{map[string]string{"JETAGENT_CODE_ABOVE": "100"}, "invalid JETAGENT_CODE_ABOVE: 100 must be 0 (off) or at least JETAGENT_SEARCH_ABOVE"},
