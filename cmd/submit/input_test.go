@@ -97,6 +97,39 @@ func TestJobFileCheckedLikeTheWorker(t *testing.T) {
 		}
 	})
 
+	// Declarations job.schema.json takes but the worker's door refuses:
+	// the job was published and dead-lettered.
+	t.Run("bad client tool declaration", func(t *testing.T) {
+		secret := strings.Repeat("s", 43)
+		for _, tc := range []struct{ schema, want string }{
+			{`{"type":"object","properties":{"a":{"type":"nope"}}}`, `client tool "mytool": input_schema: "mem:///client-tool.json#" is not valid against metaschema`},
+			{`{"type":"string"}`, `client tool "mytool": input_schema: its type is "string", not "object"`},
+			{`{"$ref":"/etc/passwd"}`, `client tool "mytool": input_schema:`},
+		} {
+			file := `{"task":"echo:x","client_secret":"` + secret + `","client_tools":[{"name":"mytool","input_schema":` + tc.schema + `}]}`
+			job := filepath.Join(dir, "decl.json")
+			if err := os.WriteFile(job, []byte(file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res := submitCmd(t, "", "--job", job, "--id", "jobfile-decl")
+			if res.code != 1 || !strings.Contains(res.stderr, "--job "+job+": ") || !strings.Contains(res.stderr, tc.want) {
+				t.Errorf("%s: want exit 1 and %q\ngot %+v", tc.schema, tc.want, res)
+			}
+			if st := submitCmd(t, "", "status", "jobfile-decl"); !strings.Contains(st.stderr, "job not found") {
+				t.Errorf("the refused job was published: %+v", st)
+			}
+			batch := filepath.Join(dir, "decl.jsonl")
+			if err := os.WriteFile(batch, []byte(`"echo:fine"`+"\n"+file+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res = submitCmd(t, "", "--file", batch)
+			if res.code != 1 || !strings.Contains(res.stderr, "line 2: failed: ") || !strings.Contains(res.stderr, tc.want) ||
+				!strings.Contains(res.stderr, "2 jobs: 1 succeeded, 1 did not") {
+				t.Errorf("batch %s: want line 2 refused with %q\ngot %+v", tc.schema, tc.want, res)
+			}
+		}
+	})
+
 	t.Run("task from the command line completes a job file", func(t *testing.T) {
 		job := filepath.Join(dir, "no-task.json")
 		if err := os.WriteFile(job, []byte(`{"max_rounds":3,"metadata":{"k":"v"}}`), 0o600); err != nil {

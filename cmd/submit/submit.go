@@ -214,7 +214,10 @@ var timeoutSyntax = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))
 
 // checkJob refuses a job whose allow or deny glob path.Match (the
 // worker's matcher) cannot read: the worker would take the job and fail
-// it at its start with the same reason.
+// it at its start with the same reason. So is one whose client tool
+// declarations the worker's door (agentrun.Admit) refuses: a schema that
+// does not compile, a type other than "object", a reserved name; the job
+// passed job.schema.json and was dead-lettered.
 func checkJob(j *jobs.Job) error {
 	for _, l := range []struct {
 		field string
@@ -224,6 +227,11 @@ func checkJob(j *jobs.Job) error {
 			if _, err := path.Match(g, ""); err != nil {
 				return fmt.Errorf("%s[%d]: bad glob %q: %w", l.field, i, g, err)
 			}
+		}
+	}
+	if len(j.ClientTools) > 0 {
+		if err := clienttools.ValidateDecls(j.ClientTools, agentrun.DeclLimits()); err != nil {
+			return err
 		}
 	}
 	return nil
