@@ -105,8 +105,10 @@ func TracingEnabled(getenv func(string) string) bool {
 // URL with a host (OTEL_EXPORTER_OTLP_ENDPOINT=collector:4318 sent to
 // https://localhost:4318, ftp://host to https://host), or a protocol other
 // than http/protobuf (grpc, http/json: the exporter speaks only OTLP/HTTP
-// with protobuf). The traces-specific variable is checked when set, as the
-// SDK reads it first.
+// with protobuf), or headers (OTEL_EXPORTER_OTLP_HEADERS,
+// OTEL_EXPORTER_OTLP_TRACES_HEADERS) it would drop, logging their values.
+// The traces-specific endpoint and protocol are checked when set, as the
+// SDK reads them first.
 func CheckTracingEnv(getenv func(string) string) error {
 	pick := func(names ...string) (string, string) {
 		for _, n := range names {
@@ -126,7 +128,61 @@ func CheckTracingEnv(getenv func(string) string) error {
 	if name, v := pick("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"); name != "" && v != "http/protobuf" {
 		return fmt.Errorf("telemetry: %s=%q: only http/protobuf is supported (OTLP/HTTP, usually port 4318; not OTLP/gRPC)", name, v)
 	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		if v := getenv(name); strings.TrimSpace(v) != "" {
+			if err := checkHeaders(v); err != nil {
+				return fmt.Errorf("telemetry: %s: %w (want key=value pairs separated by commas, "+
+					"e.g. Authorization=Bearer%%20TOKEN; the value is not shown)", name, err)
+			}
+		}
+	}
 	return nil
+}
+
+// checkHeaders checks an OTEL_EXPORTER_OTLP_HEADERS value as the exporter
+// reads it (comma-separated key=value, a token key, a percent-decodable
+// value). The exporter drops an entry it cannot read, logging it whole
+// through the SDK's logger: "Authorization: Bearer <token>" (a colon for
+// the '=') put the token on stderr and sent the spans without it. The
+// error never quotes a value; it names the entry and, when it reads as
+// one, its key.
+func checkHeaders(v string) error {
+	for i, entry := range strings.Split(v, ",") {
+		n, val, found := strings.Cut(entry, "=")
+		key := strings.TrimSpace(n)
+		switch {
+		case strings.TrimSpace(entry) == "":
+			return fmt.Errorf("entry %d is empty (a stray comma?)", i+1)
+		case !found:
+			// "Authorization: Bearer x": the name before the ':' is
+			// shown, never what follows (a bare entry may be the token).
+			if word, _, colon := strings.Cut(strings.TrimSpace(entry), ":"); colon && validHeaderKey(word) && len(word) <= 64 {
+				return fmt.Errorf("entry %d (%s) has no '=' (a ':' instead?)", i+1, word)
+			}
+			return fmt.Errorf("entry %d has no '='", i+1)
+		case !validHeaderKey(key):
+			return fmt.Errorf("entry %d: %q is not a header name", i+1, key)
+		}
+		if _, err := url.PathUnescape(val); err != nil {
+			return fmt.Errorf("entry %d (%s): the value has a '%%' that is not a percent escape (write %%25 for a literal %%)", i+1, key)
+		}
+	}
+	return nil
+}
+
+// validHeaderKey is the exporter's check of a header name: RFC 7230
+// token characters.
+func validHeaderKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // StartTracing returns the process's tracer provider: an OTLP/HTTP exporter

@@ -33,6 +33,19 @@ func TestStartTracingRefusesUnusableEnv(t *testing.T) {
 		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{"traces protocol http/json", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
 		{"credentials masked", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "ftp://u:SECRETPW@c:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		// Headers the exporter drops, logging them whole (the token too).
+		{"headers ok", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer%20SECRETPW, x-team = a%2Cb"}, ""},
+		{"header with a colon", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_EXPORTER_OTLP_HEADERS": "Authorization: Bearer SECRETPW"}, "OTEL_EXPORTER_OTLP_HEADERS: entry 1 (Authorization) has no '='"},
+		{"traces header without '='", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=b,SECRETPW"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS: entry 2 has no '='"},
+		{"header name not a token", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_EXPORTER_OTLP_HEADERS": "api key=SECRETPW"}, `OTEL_EXPORTER_OTLP_HEADERS: entry 1: "api key" is not a header name`},
+		{"header value with a bare %", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_EXPORTER_OTLP_HEADERS": "api-key=SECRETPW%zz"}, "OTEL_EXPORTER_OTLP_HEADERS: entry 1 (api-key): the value has a '%'"},
+		{"trailing comma", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+			"OTEL_EXPORTER_OTLP_HEADERS": "api-key=SECRETPW,"}, "OTEL_EXPORTER_OTLP_HEADERS: entry 2 is empty"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
