@@ -25,6 +25,9 @@ func TestStrayVariables(t *testing.T) {
 		{name: "a singular", environ: []string{"JETAGENT_QUEUE=fast"}, err: "did you mean JETAGENT_QUEUES?"},
 		{name: "an underscore left out", environ: []string{"JETAGENT_MCPCONFIG=mcp.json"}, err: "did you mean JETAGENT_MCP_CONFIG?"},
 		{name: "lower case", environ: []string{"JETAGENT_tool_mode=search"}, err: "did you mean JETAGENT_TOOL_MODE?"},
+		// Written all in lower case (a .env file): ignored without a word.
+		{name: "all lower case", environ: []string{"jetagent_concurrency=8"}, err: "unknown variable jetagent_concurrency: did you mean JETAGENT_CONCURRENCY?"},
+		{name: "lower-case model variable", environ: []string{"openai_model=m"}, notes: []string{"openai_model is set but not read: did you mean OPENAI_MODEL?"}},
 		{name: "unknown", environ: []string{"JETAGENT_COLOUR=red"},
 			notes: []string{"JETAGENT_COLOUR is set but is no worker setting (worker --help lists them); it is ignored"}},
 		{name: "model endpoint typo", environ: []string{"OPENAI_BASEURL=http://127.0.0.1:8080/v1"},

@@ -33,8 +33,9 @@ type Stray struct {
 }
 
 // Strays returns the variables of environ (os.Environ's "NAME=value"
-// form) whose names begin with prefix and are not in known, sorted by
-// name. A stray is matched to the closest known variable when that is at
+// form) whose names begin with prefix, in any case, and are not in known,
+// sorted by name (names are case-sensitive: jetagent_concurrency, from a
+// .env file written in lower case, was ignored without a word). A stray is matched to the closest known variable when that is at
 // most one edit per five letters of the known name after the prefix away
 // (at least one: the prefix is shared, so it does not count), or differs
 // only in case or underscores (JETAGENT_MCPCONFIG).
@@ -42,7 +43,7 @@ func Strays(environ []string, prefix string, known []string) []Stray {
 	var out []Stray
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, prefix) || slices.Contains(known, name) {
+		if len(name) < len(prefix) || !strings.EqualFold(name[:len(prefix)], prefix) || slices.Contains(known, name) {
 			continue
 		}
 		out = append(out, Stray{Name: name, Suggest: closest(name, prefix, known)})
