@@ -143,6 +143,16 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 	if base.ID != "" {
 		return 0, usagef("--job %s sets an id: in a batch every job needs its own (give ids on the lines)", f.jobFile)
 	}
+	if f.file != "-" && f.outFile != "" {
+		// --out is created (truncated) before the jobs run: the batch
+		// file given as its own --out was replaced by the results, the
+		// jobs lost.
+		fi, err1 := os.Stat(f.file)
+		fo, err2 := os.Stat(f.outFile)
+		if err1 == nil && err2 == nil && os.SameFile(fi, fo) {
+			return 0, usagef("--out %s is the batch file --file %s: it would be overwritten with the results; write them to another file", f.outFile, f.file)
+		}
+	}
 	in := c.stdin
 	if f.file != "-" {
 		file, err := os.Open(f.file)

@@ -239,3 +239,29 @@ func TestBatchWithoutJobs(t *testing.T) {
 		t.Errorf("one-line batch: %+v", res)
 	}
 }
+
+// TestBatchOutIsNotTheBatchFile: --out naming the batch file itself (or a
+// link to it) replaced the jobs with the results, exit 0. It is refused
+// before anything is read, published or written.
+func TestBatchOutIsNotTheBatchFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	batch := writeLines(t, `"echo:a"`, `"echo:b"`)
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(batch, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, file, out string }{
+		{"the same path", batch, batch},
+		{"a symlink to it", batch, link},
+		{"through the symlink", link, batch},
+	} {
+		res := runQuiet("--file", tc.file, "--out", tc.out)
+		if res.code != exitUsage || !strings.Contains(res.stderr, "--out "+tc.out+" is the batch file --file "+tc.file) {
+			t.Errorf("%s: want exit %d refusing it, got %+v", tc.name, exitUsage, res)
+		}
+		if got, err := os.ReadFile(batch); err != nil || string(got) != "\"echo:a\"\n\"echo:b\"\n" {
+			t.Errorf("%s: the batch file is now %q (%v)", tc.name, got, err)
+		}
+	}
+}
