@@ -146,6 +146,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--file", "tasks.jsonl", "--id", "x"}, `--id does not apply to a batch: give each line its own "id"`, "--id"},
 		{[]string{"--file", "tasks.jsonl", "--local-mcp", "m.json"}, "--local-mcp does not apply to a batch", "--local-mcp"},
 		{[]string{"--meta", "novalue", "echo:x"}, `--meta "novalue": want key=value`, "novalue"},
+		{[]string{"--meta", "k=a", "--meta", "k=b", "echo:x"}, `--meta "k=b": key "k" is given twice ("a" and "b"): give it once`, "twice"},
 		// Batch flags without --file were ignored; 0 rounds was left out of
 		// the job; a bad glob failed the job on the worker.
 		{[]string{"--out", "r.jsonl", "echo:x"}, "--out applies to a batch: give --file FILE", "--file"},

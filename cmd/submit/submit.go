@@ -158,11 +158,16 @@ func (f *jobFlags) apply(j *jobs.Job, override bool) error {
 	if set("max-rounds", j.MaxRounds == 0) {
 		j.MaxRounds = f.maxRounds
 	}
+	given := map[string]string{} // --meta k=a --meta k=b kept b without a word
 	for _, kv := range f.meta {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return usagef("--meta %q: want key=value", kv)
 		}
+		if prev, dup := given[k]; dup && prev != v {
+			return usagef("--meta %q: key %q is given twice (%q and %q): give it once", kv, k, prev, v)
+		}
+		given[k] = v
 		if j.Metadata == nil {
 			j.Metadata = map[string]string{}
 		}
