@@ -63,13 +63,13 @@ func TestEscapes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cat, h := echoTools()
-			start := time.Now()
+			// No bound on how long it took: one of 10 s failed under the race
+			// detector on a loaded 2-core machine (10.6 s filling the array
+			// of the join case). An escape that does the work ends at the
+			// wall time or the memory limit, not with wantErr.
 			out := cat.Run(context.Background(), tt.code, h, Limits{WallTime: 20 * time.Second})
 			if out.Err == nil || !strings.Contains(out.Err.Error(), tt.wantErr) {
 				t.Fatalf("Err = %v, want it to contain %q", out.Err, tt.wantErr)
-			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Errorf("took %v", d)
 			}
 		})
 	}
