@@ -57,10 +57,10 @@ func TestInJSONFile(t *testing.T) {
 		t.Error("the syntax error is no longer in the chain")
 	}
 	other := errors.New(`server "a": unknown key`)
-	if got := cfgerr.InJSONFile(other, path); got != other {
+	if got := cfgerr.InJSONFile(other, path); got != other { //nolint:errorlint // returned as it is, not wrapped
 		t.Errorf("InJSONFile changed an error without a syntax error: %q", got)
 	}
-	if got := cfgerr.InJSONFile(err, filepath.Join(t.TempDir(), "gone.json")); got != err {
+	if got := cfgerr.InJSONFile(err, filepath.Join(t.TempDir(), "gone.json")); got != err { //nolint:errorlint // returned as it is
 		t.Errorf("InJSONFile of an unreadable file: %q", got)
 	}
 }

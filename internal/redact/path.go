@@ -8,7 +8,6 @@ import (
 // pathBounds returns where raw's path starts and ends: after the scheme
 // and authority, before the query or fragment.
 func pathBounds(raw string) (start, end int) {
-	start = 0
 	if i := strings.Index(raw, "://"); i >= 0 {
 		start = i + 3
 		if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
@@ -105,15 +104,19 @@ func SecretSegment(seg string) bool {
 	if isUUID(seg) {
 		return true
 	}
-	for _, run := range strings.FieldsFunc(seg, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) {
+	for _, run := range strings.FieldsFunc(seg, func(r rune) bool { return !isAlnum(r) }) {
 		if randomLooking(run) {
 			return true
 		}
 	}
 	return false
 }
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
 func isUUID(s string) bool {
 	if len(s) != 36 {
@@ -127,7 +130,7 @@ func isUUID(s string) bool {
 				return false
 			}
 		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			if !isHex(c) {
 				return false
 			}
 		}
@@ -160,7 +163,7 @@ func randomLooking(run string) bool {
 			changes++
 		}
 	}
-	if !seen[0] || !(seen[1] || seen[2]) {
+	if !seen[0] || (!seen[1] && !seen[2]) {
 		return false
 	}
 	return changes >= 5 && changes*4 >= len(run)
