@@ -166,7 +166,9 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_SHUTDOWN_GRACE": "5"}, `invalid JETAGENT_SHUTDOWN_GRACE="5": want a duration such as 30s, 5m or 1h (`},
 		{map[string]string{"JETAGENT_PPROF": "yes"}, `invalid JETAGENT_PPROF="yes": want true or false (`},
 		{map[string]string{"JETAGENT_EMBEDDING_WEIGHT": "high"}, `invalid JETAGENT_EMBEDDING_WEIGHT="high": want a number (`},
-		{map[string]string{"JETAGENT_CONCURRENCY": "0"}, "invalid JETAGENT_CONCURRENCY: must be at least 1"},
+		{map[string]string{"JETAGENT_CONCURRENCY": "0"}, "invalid JETAGENT_CONCURRENCY: must be 1..10000 (got 0)"},
+		{map[string]string{"JETAGENT_CONCURRENCY": "99999999999"}, "invalid JETAGENT_CONCURRENCY: must be 1..10000 (got 99999999999)"},
+		{map[string]string{"JETAGENT_ACK_WAIT": "1000000h"}, "invalid JETAGENT_ACK_WAIT: must be at most 24h0m0s: it is how long a crashed worker's job waits to run again (got 1000000h0m0s)"},
 		{map[string]string{"JETAGENT_ACK_WAIT": "5"}, `invalid JETAGENT_ACK_WAIT="5"`},
 		{map[string]string{"JETAGENT_HEARTBEAT": "1m"}, "invalid JETAGENT_HEARTBEAT"},
 		// The first backoff step is the shortest ack wait: refused before
@@ -182,7 +184,7 @@ func TestInvalidConfigNamesTheVariable(t *testing.T) {
 		{map[string]string{"JETAGENT_TOOL_MODE": "magic"}, "invalid JETAGENT_TOOL_MODE"},
 		// Every mode is named, code too (it was left out of the message).
 		{map[string]string{"JETAGENT_TOOL_MODE": "bogus"}, `invalid JETAGENT_TOOL_MODE: "bogus" is not auto, full, deferred, search or code`},
-		{map[string]string{"JETAGENT_CONCURRENCY": "-3"}, "invalid JETAGENT_CONCURRENCY: must be at least 1 (got -3)"},
+		{map[string]string{"JETAGENT_CONCURRENCY": "-3"}, "invalid JETAGENT_CONCURRENCY: must be 1..10000 (got -3)"},
 		{map[string]string{"JETAGENT_ACK_WAIT": "-5s"}, "invalid JETAGENT_ACK_WAIT: must be at least 1s (got -5s)"},
 		{map[string]string{"JETAGENT_JOB_TIMEOUT": "-1m"}, "invalid JETAGENT_JOB_TIMEOUT: must be positive (got -1m0s)"},
 		{map[string]string{"JETAGENT_SHUTDOWN_GRACE": "-1s"}, "invalid JETAGENT_SHUTDOWN_GRACE: must be positive (got -1s)"},

@@ -177,12 +177,12 @@ func TestClusterScaleUp(t *testing.T) {
 	}
 	joined := strings.Join(logs, "\n")
 	for _, want := range []string{
-		"updated stream AGENT_JOBS: replicas 1 (want 3)",
-		"updated stream AGENT_EVENTS: replicas 1 (want 3)",
-		"updated stream AGENT_DLQ: replicas 1 (want 3)",
-		"updated stream AGENT_ADVISORIES: replicas 1 (want 3)",
-		"updated key-value bucket AGENT_STATE: replicas 1 (want 3)",
-		"updated object store AGENT_TRANSCRIPTS: replicas 1 (want 3)",
+		"updated stream AGENT_JOBS, which had replicas 1 (want 3)",
+		"updated stream AGENT_EVENTS, which had replicas 1 (want 3)",
+		"updated stream AGENT_DLQ, which had replicas 1 (want 3)",
+		"updated stream AGENT_ADVISORIES, which had replicas 1 (want 3)",
+		"updated key-value bucket AGENT_STATE, which had replicas 1 (want 3)",
+		"updated object store AGENT_TRANSCRIPTS, which had replicas 1 (want 3)",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("logs lack %q:\n%s", want, joined)

@@ -60,7 +60,7 @@ func TestJobsStreamLimitRefusesNewJobs(t *testing.T) {
 				if cfg.MaxMsgs != 2 {
 					t.Errorf("the operator's max_msgs became %d", cfg.MaxMsgs)
 				}
-				if joined := strings.Join(logs, "\n"); !strings.Contains(joined, "updated stream AGENT_JOBS: discard old (want new") {
+				if joined := strings.Join(logs, "\n"); !strings.Contains(joined, "updated stream AGENT_JOBS, which had discard old (want new") {
 					t.Errorf("the update was not logged: %q", joined)
 				}
 			} else {

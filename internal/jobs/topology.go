@@ -119,6 +119,11 @@ func (c TopologyConfig) Validate() error {
 			minStreamWindow, c.DLQMaxAge)
 	case c.AckWait < time.Second:
 		return bad("AckWait", "ack wait", "must be at least 1s (got %s)", c.AckWait)
+	case c.AckWait > maxAckWait:
+		// Heartbeats keep a long job alive whatever the ack wait: a longer
+		// one only delays a crashed worker's jobs (1000000h: for ever).
+		return bad("AckWait", "ack wait", "must be at most %s: it is how long a crashed worker's job waits to run again (got %s)",
+			maxAckWait, c.AckWait)
 	case c.MaxDeliver < 1:
 		return bad("MaxDeliver", "max deliver", "must be at least 1 (got %d)", c.MaxDeliver)
 	case len(c.BackOff) > c.MaxDeliver:
@@ -129,9 +134,16 @@ func (c TopologyConfig) Validate() error {
 		if d < time.Second {
 			return bad("BackOff", "backoff steps", "must be at least 1s (got %s)", d)
 		}
+		if d > maxAckWait {
+			return bad("BackOff", "backoff steps", "must be at most %s (got %s)", maxAckWait, d)
+		}
 	}
 	return nil
 }
+
+// maxAckWait bounds the ack wait and backoff steps: the longest a job
+// of a crashed worker waits for its next delivery.
+const maxAckWait = 24 * time.Hour
 
 // minStreamWindow is the least duplicate window and max age the NATS
 // server accepts for a stream.
@@ -430,7 +442,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, n Names, want jet
 		if err != nil {
 			return nil, updateFailed("stream "+want.Name, diffs, err)
 		}
-		logf("updated stream %s: %s", want.Name, strings.Join(diffs, ", "))
+		logf("updated stream %s, which had %s", want.Name, strings.Join(diffs, ", "))
 		return s, nil
 	}
 	return nil, fmt.Errorf("%w: stream %s: created and removed concurrently", ErrTopology, want.Name)
@@ -491,7 +503,7 @@ func ensureKeyValue(ctx context.Context, js jetstream.JetStream, want jetstream.
 	if kv, err = ask(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.UpdateKeyValue(ctx, want) }); err != nil {
 		return nil, updateFailed("key-value bucket "+want.Bucket, diffs, err)
 	}
-	logf("updated key-value bucket %s: %s", want.Bucket, strings.Join(diffs, ", "))
+	logf("updated key-value bucket %s, which had %s", want.Bucket, strings.Join(diffs, ", "))
 	return kv, nil
 }
 
@@ -518,7 +530,7 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 	if obs, err = ask(ctx, func(ctx context.Context) (jetstream.ObjectStore, error) { return js.UpdateObjectStore(ctx, want) }); err != nil {
 		return nil, updateFailed("object store "+want.Bucket, []string{diff}, err)
 	}
-	logf("updated object store %s: %s", want.Bucket, diff)
+	logf("updated object store %s, which had %s", want.Bucket, diff)
 	return obs, nil
 }
 
@@ -559,7 +571,7 @@ func ensureConsumer(ctx context.Context, s jetstream.Stream, n Names, want jetst
 		return nil, fmt.Errorf("create consumer %s: %w", name, err)
 	}
 	if len(diffs) > 0 {
-		logf("updated consumer %s: %s", name, strings.Join(diffs, ", "))
+		logf("updated consumer %s, which had %s", name, strings.Join(diffs, ", "))
 	}
 	return c, nil
 }

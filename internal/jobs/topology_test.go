@@ -52,9 +52,9 @@ func TestEnsureTopology(t *testing.T) {
 	}
 	joined := strings.Join(logs, "\n")
 	for _, want := range []string{
-		"updated stream TEAM_A_JOBS: duplicate window 1h0m0s (want 2h0m0s)",
-		"updated consumer TEAM_A_JOBS/workers-default: max deliver 5 (want 7)",
-		"updated consumer TEAM_A_JOBS/workers-bulk: max deliver 5 (want 7)",
+		"updated stream TEAM_A_JOBS, which had duplicate window 1h0m0s (want 2h0m0s)",
+		"updated consumer TEAM_A_JOBS/workers-default, which had max deliver 5 (want 7)",
+		"updated consumer TEAM_A_JOBS/workers-bulk, which had max deliver 5 (want 7)",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("logs lack %q:\n%s", want, joined)
@@ -97,7 +97,11 @@ func TestConfigValidation(t *testing.T) {
 		{"no runner", Config{Conn: nc}, "a Runner is required"},
 		{"bad queue", Config{Conn: nc, Runner: r, Topology: TopologyConfig{Queues: []string{"a.b"}}}, `queue "a.b"`},
 		{"bad prefix", Config{Conn: nc, Runner: r, Topology: TopologyConfig{Names: Names{Prefix: "a.b"}}}, `prefix "a.b"`},
-		{"concurrency", Config{Conn: nc, Runner: r, Concurrency: -1}, "concurrency must be at least 1"},
+		{"concurrency", Config{Conn: nc, Runner: r, Concurrency: -1}, "concurrency must be 1..10000 (got -1)"},
+		{"concurrency over the bound", Config{Conn: nc, Runner: r, Concurrency: MaxConcurrency + 1}, "concurrency must be 1..10000 (got 10001)"},
+		{"ack wait over a day", Config{Conn: nc, Runner: r, Topology: TopologyConfig{AckWait: 25 * time.Hour}}, "ack wait must be at most 24h0m0s"},
+		{"backoff step over a day", Config{Conn: nc, Runner: r, Topology: TopologyConfig{MaxDeliver: 2, BackOff: []time.Duration{time.Minute, 25 * time.Hour}}},
+			"backoff steps must be at most 24h0m0s (got 25h0m0s)"},
 		{"heartbeat", Config{Conn: nc, Runner: r, Heartbeat: time.Minute}, "heartbeat 1m0s must be positive and at most half the ack wait 30s"},
 		// Accepted before: every job was fenced before its first heartbeat.
 		{"heartbeat over half", Config{Conn: nc, Runner: r, Heartbeat: 21 * time.Second}, "heartbeat 21s must be positive and at most half the ack wait 30s"},

@@ -34,6 +34,8 @@ const (
 	DefaultShutdownGrace = 30 * time.Second
 	DefaultJobTimeout    = 10 * time.Minute
 	DefaultFetchWait     = time.Second
+	// MaxConcurrency is the most jobs one worker may run at once.
+	MaxConcurrency = 10000
 )
 
 // ErrShutdown is the cancellation cause of jobs still running when the
@@ -197,8 +199,10 @@ func (c Config) Validate() error {
 	if c.StartTimeout < 0 {
 		return cfgerr.Field(ErrConfig, "StartTimeout", "start timeout", "must not be negative (got %s)", c.StartTimeout)
 	}
-	if c.Concurrency < 1 {
-		return cfgerr.Field(ErrConfig, "Concurrency", "concurrency", "must be at least 1 (got %d)", c.Concurrency)
+	if c.Concurrency < 1 || c.Concurrency > MaxConcurrency {
+		// Each slot is an agent loop with its model and tool calls: far
+		// more than this in one process is a slip (99999999999 was taken).
+		return cfgerr.Field(ErrConfig, "Concurrency", "concurrency", "must be 1..%d (got %d)", MaxConcurrency, c.Concurrency)
 	}
 	if c.MaxJobBytes != 0 && c.MaxJobBytes < minJobBytes {
 		return cfgerr.Field(ErrConfig, "MaxJobBytes", "max job bytes", "must be at least %d (got %d)", minJobBytes, c.MaxJobBytes)
