@@ -3,6 +3,7 @@ package toolcache
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -171,6 +172,13 @@ func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config
 		Servers    map[string]json.RawMessage `json:"servers"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return Config{}, fmt.Errorf("toolcache: the MCP servers file must be a JSON object, {\"mcpServers\": {...}} (or VS Code's {\"servers\": {...}}): got %s", jsonValue(te.Value))
+		case errors.As(err, &te):
+			return Config{}, fmt.Errorf("toolcache: %q must be an object of servers by name ({\"name\": {\"command\": ...}}): got %s", te.Field, jsonValue(te.Value))
+		}
 		return Config{}, fmt.Errorf("toolcache: config is not valid JSON: %w", err)
 	}
 	// encoding/json keeps the last of two equal keys: a server defined
@@ -193,7 +201,7 @@ func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config
 			dec := json.NewDecoder(bytes.NewReader(m[name]))
 			var sc ServerConfig
 			if err := dec.Decode(&sc); err != nil {
-				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, err)
+				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, entryTypeError(err))
 			}
 			if err := sc.expand(lookup); err != nil {
 				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, err)
@@ -603,4 +611,90 @@ func nearMissKeys(entry json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// entryTypeError is err, a server entry's decoding error, in the file's
+// words when it is a value of the wrong JSON type: encoding/json names Go
+// types ("cannot unmarshal string into Go struct field ServerConfig.args
+// of type []string"), which an operator editing the file does not know.
+// Its Field is the path of JSON keys without map keys ("env",
+// "toolHints.readOnlyHint"), so a map's key cannot be named.
+func entryTypeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Type == nil {
+		return err
+	}
+	got := jsonValue(te.Value)
+	if te.Field == "" {
+		return fmt.Errorf("must be an object ({\"command\": ...} or {\"url\": ...}): got %s", got)
+	}
+	want := te.Type
+	if f, ok := serverField(te.Field); ok && f != te.Type {
+		// An element of an array or object of the field ("args": ["-p", 1]).
+		want, got = f, got+" in it"
+	}
+	return fmt.Errorf("%s: must be %s: got %s", te.Field, jsonKind(want), got)
+}
+
+// serverField is the Go type of the ServerConfig field a JSON key names.
+func serverField(key string) (reflect.Type, bool) {
+	t := reflect.TypeFor[ServerConfig]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
+			return t.Field(i).Type, true
+		}
+	}
+	return nil, false
+}
+
+// jsonKind says what JSON value t reads from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + jsonPlural(t.Elem())
+	case reflect.Map:
+		return "an object of " + jsonPlural(t.Elem())
+	}
+	return "an object"
+}
+
+func jsonPlural(t reflect.Type) string {
+	switch k := jsonKind(t); {
+	case k == "a string":
+		return "strings"
+	case k == "a whole number":
+		return "whole numbers"
+	case strings.HasPrefix(k, "an object"):
+		return "objects"
+	default:
+		return "values"
+	}
+}
+
+// jsonValue names a JSON value as encoding/json's UnmarshalTypeError.Value
+// gives it ("array", "number", "number 1.5").
+func jsonValue(v string) string {
+	switch {
+	case v == "array", v == "object":
+		return "an " + v
+	case v == "bool":
+		return "a boolean"
+	case v == "number", v == "string":
+		return "a " + v
+	case strings.HasPrefix(v, "number "):
+		return "the number " + strings.TrimPrefix(v, "number ")
+	}
+	return v
 }

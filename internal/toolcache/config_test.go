@@ -108,6 +108,22 @@ func TestParseConfig(t *testing.T) {
 		{name: "env value with newline is fine", in: `{"mcpServers": {"x": {"command": "a", "env": {"T": "a\nb"}}}}`,
 			want: map[string]ServerConfig{"x": {Command: "a", Env: map[string]string{"T": "a\nb"}, Type: TypeStdio, SessionMode: SessionShared}}},
 		{name: "header value with newline", in: `{"mcpServers": {"x": {"url": "http://a", "headers": {"Authorization": "Bearer ${GH_TOKEN}\nX-Evil: 1"}}}}`, err: `server "x": headers.Authorization: the value holds a line break or NUL at byte 13 of 23`},
+		// A value of the wrong JSON type is said in the file's words, not
+		// Go's ("cannot unmarshal array into Go value of type struct {...}").
+		{name: "top level an array", in: `[{"mcpServers": {}}]`, err: `toolcache: the MCP servers file must be a JSON object, {"mcpServers": {...}} (or VS Code's {"servers": {...}}): got an array`},
+		{name: "top level a string", in: `"servers.json"`, err: `must be a JSON object, {"mcpServers": {...}} (or VS Code's {"servers": {...}}): got a string`},
+		{name: "top level a number", in: `42`, err: `must be a JSON object, {"mcpServers": {...}} (or VS Code's {"servers": {...}}): got a number`},
+		{name: "mcpServers an array", in: `{"mcpServers": [{"command": "a"}]}`, err: `toolcache: "mcpServers" must be an object of servers by name ({"name": {"command": ...}}): got an array`},
+		{name: "server a string", in: `{"mcpServers": {"x": "npx server"}}`, err: `toolcache: server "x": must be an object ({"command": ...} or {"url": ...}): got a string`},
+		{name: "args a string", in: `{"mcpServers": {"x": {"command": "a", "args": "--port 1"}}}`, err: `toolcache: server "x": args: must be an array of strings: got a string`},
+		{name: "args holding a number", in: `{"mcpServers": {"x": {"command": "a", "args": ["--port", 1]}}}`, err: `toolcache: server "x": args: must be an array of strings: got a number in it`},
+		{name: "env a list", in: `{"mcpServers": {"x": {"command": "a", "env": ["A=1"]}}}`, err: `toolcache: server "x": env: must be an object of strings: got an array`},
+		{name: "env value a number", in: `{"mcpServers": {"x": {"command": "a", "env": {"PORT": 8080}}}}`, err: `toolcache: server "x": env: must be an object of strings: got a number in it`},
+		{name: "maxConcurrent a string", in: `{"mcpServers": {"x": {"command": "a", "maxConcurrent": "4"}}}`, err: `toolcache: server "x": maxConcurrent: must be a whole number: got a string`},
+		{name: "maxConcurrent a fraction", in: `{"mcpServers": {"x": {"command": "a", "maxConcurrent": 1.5}}}`, err: `toolcache: server "x": maxConcurrent: must be a whole number: got the number 1.5`},
+		{name: "servers an array, with a boolean", in: `{"servers": {"x": {"command": "a", "allow": [true]}}}`, err: `toolcache: server "x": allow: must be an array of strings: got a boolean in it`},
+		{name: "disabled a string", in: `{"mcpServers": {"x": {"command": "a", "disabled": "yes"}}}`, err: `toolcache: server "x": disabled: must be true or false: got a string`},
+		{name: "toolHints hint a string", in: `{"mcpServers": {"x": {"command": "a", "toolHints": {"get_*": {"readOnlyHint": "true"}}}}}`, err: `toolcache: server "x": toolHints.readOnlyHint: must be true or false: got a string`},
 		{name: "header name not a token", in: `{"mcpServers": {"x": {"url": "http://a", "headers": {"Bad Name": "v"}}}}`, err: `server "x": headers: "Bad Name" is not an HTTP header name`},
 	}
 	for _, tc := range tests {
@@ -117,6 +133,9 @@ func TestParseConfig(t *testing.T) {
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.err)
+				}
+				if strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "unmarshal") {
+					t.Errorf("err = %v: Go's words", err)
 				}
 				if strings.Contains(err.Error(), env["GH_TOKEN"]) {
 					t.Errorf("err = %v: shows the secret", err)
