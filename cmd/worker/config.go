@@ -440,26 +440,10 @@ func (s Settings) validateTools() error {
 	if err := s.poolSettings().Validate(); err != nil {
 		return named(err, poolVars)
 	}
-	// A sub-second interval is a slip (1ms for 1m): a ping's timeout is
-	// the interval, so JETAGENT_MCP_HEALTH_INTERVAL=1ns failed every ping
-	// and kept every server reconnecting, and a resync that short re-reads
-	// tools/list in a loop.
-	for _, v := range []struct {
-		name string
-		got  time.Duration
-	}{
-		{"JETAGENT_MCP_HEALTH_INTERVAL", s.MCPHealthInterval},
-		{"JETAGENT_MCP_RESYNC_INTERVAL", s.MCPResyncInterval},
-	} {
-		if v.got > 0 && v.got < minMCPInterval {
-			return fmt.Errorf("invalid %s: must be 0 (off) or at least %s (got %s)", v.name, minMCPInterval, v.got)
-		}
-	}
+	// toolcache.Settings.Validate refuses an interval between 0 and
+	// toolcache.MinInterval (1s): named says it by variable.
 	return nil
 }
-
-// minMCPInterval is the shortest MCP health or resync interval taken.
-const minMCPInterval = time.Second
 
 // sameListener reports whether two listen addresses take the same port
 // on a common interface (an empty or unspecified host is every one).

@@ -331,7 +331,8 @@ func newTestPool(t *testing.T, cfg Config, opts ...Option) *Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	p, err := NewPool(ctx, cfg, opts...)
+	// Health and resync tests use intervals of milliseconds.
+	p, err := NewPool(ctx, cfg, append([]Option{withShortIntervals()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,6 +343,10 @@ func newTestPool(t *testing.T, cfg Config, opts ...Option) *Pool {
 	})
 	return p
 }
+
+// withShortIntervals lets a test pool take health and resync intervals
+// under MinInterval.
+func withShortIntervals() Option { return func(o *options) { o.shortIntervals = true } }
 
 func newTestView(t *testing.T, p *Pool, servers []string, allow, deny []string) *View {
 	t.Helper()

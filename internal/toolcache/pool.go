@@ -37,6 +37,13 @@ const (
 	DefaultBackoffMax     = 30 * time.Second
 )
 
+// MinInterval is the shortest HealthInterval and ResyncInterval taken
+// (other than 0, off). A check waits at most the interval for its answer,
+// so a HealthInterval of 1ns failed every ping and kept every server
+// reconnecting; a ResyncInterval that short re-reads tools/list in a loop.
+// Under a second is a slip (1ms for 1m), not a setting.
+const MinInterval = time.Second
+
 const (
 	// listChangedGap is the least time between two tools/list re-reads that
 	// notifications/tools/list_changed asks for: a server that sends
@@ -58,7 +65,8 @@ type Settings struct {
 	ConnectTimeout time.Duration
 	// HealthInterval is how often each shared session is checked (ping; on
 	// 2026-07-28, server/discover). One check waits at most
-	// min(HealthInterval, 10s). 0 disables health checks; not negative.
+	// min(HealthInterval, 10s). 0 disables health checks; else at least
+	// MinInterval.
 	HealthInterval time.Duration
 	// HealthMisses is how many checks in a row may go unanswered before the
 	// session is replaced (its process killed). A check that goes unanswered
@@ -66,7 +74,8 @@ type Settings struct {
 	// does not count. >= 1.
 	HealthMisses int
 	// ResyncInterval is how often tool lists are re-read even without
-	// notifications/tools/list_changed. 0 disables; not negative.
+	// notifications/tools/list_changed. 0 disables; else at least
+	// MinInterval.
 	ResyncInterval time.Duration
 	// BackoffInitial and BackoffMax bound the exponential backoff between
 	// failed connection attempts (retried forever). Both > 0, and
@@ -89,7 +98,10 @@ func DefaultSettings() Settings {
 
 // Validate reports the first invalid field: a *cfgerr.FieldError wrapping
 // ErrConfig, whose Fields name the Settings field (e.g. "HealthInterval").
-func (s Settings) Validate() error {
+func (s Settings) Validate() error { return s.validate(MinInterval) }
+
+// validate is Validate with the shortest interval taken (tests: less).
+func (s Settings) validate(minInterval time.Duration) error {
 	field := func(name, format string, a ...any) error {
 		return cfgerr.Field(ErrConfig, name, name, format, a...)
 	}
@@ -98,10 +110,14 @@ func (s Settings) Validate() error {
 		return field("ConnectTimeout", "must be positive (got %s)", s.ConnectTimeout)
 	case s.HealthInterval < 0:
 		return field("HealthInterval", "must not be negative (got %s; 0 disables health checks)", s.HealthInterval)
+	case s.HealthInterval > 0 && s.HealthInterval < minInterval:
+		return field("HealthInterval", "must be 0 (off) or at least %s (got %s)", minInterval, s.HealthInterval)
 	case s.HealthMisses < 1:
 		return field("HealthMisses", "must be at least 1 (got %d)", s.HealthMisses)
 	case s.ResyncInterval < 0:
 		return field("ResyncInterval", "must not be negative (got %s; 0 disables resyncs)", s.ResyncInterval)
+	case s.ResyncInterval > 0 && s.ResyncInterval < minInterval:
+		return field("ResyncInterval", "must be 0 (off) or at least %s (got %s)", minInterval, s.ResyncInterval)
 	case s.BackoffInitial <= 0:
 		return field("BackoffInitial", "must be positive (got %s)", s.BackoffInitial)
 	case s.BackoffMax < s.BackoffInitial:
@@ -128,6 +144,9 @@ type options struct {
 	// acquireHook runs when a call starts waiting for a server's session
 	// (tests).
 	acquireHook func(server string)
+	// shortIntervals takes health and resync intervals under MinInterval
+	// (tests, which cannot wait seconds for a check).
+	shortIntervals bool
 }
 
 // healthEvent is one health check's outcome.
@@ -149,13 +168,15 @@ func WithClientInfo(name, version string) Option {
 	return func(o *options) { o.clientInfo = mcp.Implementation{Name: name, Version: version} }
 }
 
-// WithHealthInterval sets Settings.HealthInterval (default 30s; 0 disables).
+// WithHealthInterval sets Settings.HealthInterval (default 30s; 0 disables;
+// else at least MinInterval).
 func WithHealthInterval(d time.Duration) Option { return func(o *options) { o.HealthInterval = d } }
 
 // WithHealthMisses sets Settings.HealthMisses (default 3).
 func WithHealthMisses(n int) Option { return func(o *options) { o.HealthMisses = n } }
 
-// WithResyncInterval sets Settings.ResyncInterval (default 5m; 0 disables).
+// WithResyncInterval sets Settings.ResyncInterval (default 5m; 0 disables;
+// else at least MinInterval).
 func WithResyncInterval(d time.Duration) Option { return func(o *options) { o.ResyncInterval = d } }
 
 // WithConnectTimeout sets Settings.ConnectTimeout (default 30s).
@@ -230,7 +251,11 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := o.Validate(); err != nil {
+	minInterval := MinInterval
+	if o.shortIntervals {
+		minInterval = 0
+	}
+	if err := o.validate(minInterval); err != nil {
 		return nil, err
 	}
 	all := map[string]ServerConfig{}

@@ -246,6 +246,10 @@ func TestSettingsValidation(t *testing.T) {
 		{"health interval", func(s *Settings) { s.HealthInterval = -time.Second }, "HealthInterval"},
 		{"health misses", func(s *Settings) { s.HealthMisses = 0 }, "HealthMisses"},
 		{"resync interval", func(s *Settings) { s.ResyncInterval = -1 }, "ResyncInterval"},
+		// A check waits at most the interval: 1ns failed every ping.
+		{"health interval under a second", func(s *Settings) { s.HealthInterval = time.Nanosecond }, "HealthInterval"},
+		{"health interval just under a second", func(s *Settings) { s.HealthInterval = 999 * time.Millisecond }, "HealthInterval"},
+		{"resync interval under a second", func(s *Settings) { s.ResyncInterval = time.Millisecond }, "ResyncInterval"},
 		{"backoff initial", func(s *Settings) { s.BackoffInitial = 0 }, "BackoffInitial"},
 		{"backoff max", func(s *Settings) { s.BackoffMax = time.Millisecond }, "BackoffMax"},
 	}
@@ -264,5 +268,14 @@ func TestSettingsValidation(t *testing.T) {
 	}
 	if err := DefaultSettings().Validate(); err != nil {
 		t.Errorf("defaults invalid: %v", err)
+	}
+	s := DefaultSettings()
+	s.HealthInterval, s.ResyncInterval = MinInterval, MinInterval
+	if err := s.Validate(); err != nil {
+		t.Errorf("intervals of MinInterval refused: %v", err)
+	}
+	s.HealthInterval = time.Nanosecond
+	if err, want := s.Validate(), "toolcache: invalid configuration: HealthInterval must be 0 (off) or at least 1s (got 1ns)"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }
