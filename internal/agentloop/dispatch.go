@@ -191,24 +191,39 @@ func compactJSON(b json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
-// run1 runs one prepared call, filling its output, record and events.
 // noOutput is what the model is shown for a tool result with no text.
 const noOutput = "(the tool returned no output)"
 
-func (j *job) run1(ctx context.Context, round int, c *call) {
-	// A call an earlier attempt completed published its events then;
-	// replaying it publishes none (job.resumed counts them). Meta tools and
-	// resource reads are not journaled: they run again, quietly, in a round
-	// whose next answer is journaled (the round completed then).
-	emit := j.emit
+// callEmitter is how c's events are published. A call an earlier attempt
+// completed published its events then; replaying it publishes none
+// (job.resumed counts them). Meta tools and resource reads are not
+// journaled: they run again, quietly, in a round whose next answer is
+// journaled (the round completed then).
+func (j *job) callEmitter(round int, c *call) func(context.Context, string, int, map[string]any) {
 	if _, ok := j.journaled(c); ok && j.in.Journal.Completed(c.key) || j.codeCompleted(c) || j.roundCompleted(round) {
-		emit = func(context.Context, string, int, map[string]any) {}
+		return func(context.Context, string, int, map[string]any) {}
 	}
+	return j.emit
+}
+
+// announce publishes c's tool.call event and returns c's emitter for
+// run1. execute calls it from the loop's goroutine as each call starts, so
+// a round's tool.call events come in the model's order, whichever call's
+// goroutine runs first.
+func (j *job) announce(ctx context.Context, round int, c *call) func(context.Context, string, int, map[string]any) {
+	emit := j.callEmitter(round, c)
 	emit(ctx, EventToolCall, round, map[string]any{
 		"call_id":   c.tc.ID,
 		"name":      c.tc.Function.Name,
 		"arguments": c.tc.Function.Arguments,
 	})
+	return emit
+}
+
+// run1 runs c, announced, filling its output and record, and publishes
+// its result with emit as it finishes: results of parallel calls come in
+// the order they finish.
+func (j *job) run1(ctx context.Context, round int, c *call, emit func(context.Context, string, int, map[string]any)) {
 	start := time.Now()
 	switch {
 	case c.fault != "":

@@ -40,6 +40,12 @@ import "context"
 // retry counts the requests of a round from 0 (schema retries and nudges
 // are retry > 0). Round is the 1-based round; loop.outcome carries the
 // number of completed rounds.
+//
+// A round's calls run concurrently (Config.MaxParallelCalls): their
+// tool.call events come in the order the model gave the calls, each as
+// its call starts; their tool.result events come as the calls finish, so
+// a quicker later call's result may come first: match results to calls by
+// call_id. The transcript and the tool messages keep the model's order.
 const (
 	EventLLMRequest           = "llm.request"
 	EventLLMResponse          = "llm.response"

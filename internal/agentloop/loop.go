@@ -1044,6 +1044,8 @@ func argumentsHead(args string) string {
 
 // execute runs a round's calls concurrently (at most MaxParallelCalls at a
 // time, started in call order) and returns their tool messages and records in call order.
+// Each call's tool.call event is published in call order as it starts; its
+// tool.result when it finishes.
 func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Message, []reflect.Record) {
 	// Calls start in order: the first MaxParallelCalls at once (their
 	// intents went with the round's answer, see turn), each later one
@@ -1058,9 +1060,10 @@ func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Mess
 			continue
 		}
 		c.round = round
+		emit := j.announce(ctx, round, c) // here, not in the goroutine: in call order
 		wg.Go(func() {
 			defer func() { <-sem }()
-			j.run1(ctx, round, c)
+			j.run1(ctx, round, c, emit)
 		})
 	}
 	wg.Wait()
