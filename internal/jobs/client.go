@@ -22,6 +22,8 @@ type Client struct {
 	v      *Validator
 	topo   *Topology
 	states *stateStore
+	// terminalGrace is terminalEventGrace (shorter in tests).
+	terminalGrace time.Duration
 	// limitWhy says why the job size limit is below the configured one
 	// ("" when it is not).
 	limitWhy string
@@ -66,7 +68,8 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, names: names, v: v, topo: topo, states: newStateStore(topo.State), limitWhy: limitWhy}, nil
+	return &Client{nc: nc, names: names, v: v, topo: topo, states: newStateStore(topo.State), limitWhy: limitWhy,
+		terminalGrace: terminalEventGrace}, nil
 }
 
 // Names is the deployment's naming.
@@ -250,8 +253,15 @@ func (c *Client) Wait(ctx context.Context, id string) (*State, error) {
 }
 
 // terminalEventGrace is how long Watch waits for the terminal event after
-// the state turned final (the worker writes the state first).
+// the state turned final when the events stream does not hold it yet (the
+// worker writes the state first, then publishes the event).
 const terminalEventGrace = 2 * time.Second
+
+// storedEventWait bounds Watch's wait for a terminal event the stream
+// already holds: its consumer delivers it, however slowly (a fixed grace
+// missed it on a loaded machine); only an event expired meanwhile would
+// not come.
+const storedEventWait = time.Minute
 
 // Watch calls fn for each event of the job, from its first, and returns the
 // final state once the job ends. fn runs on Watch's goroutine.
@@ -296,13 +306,26 @@ func (c *Client) Watch(ctx context.Context, id string, fn func(Event)) (*State, 
 				return c.Status(ctx, id)
 			}
 		case st = <-final:
-			grace = time.After(terminalEventGrace)
+			wait := c.terminalGrace
+			if c.terminalEventStored(ctx, id, st.Status) {
+				wait = storedEventWait
+			}
+			grace = time.After(wait)
 		case <-grace:
 			return st, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// terminalEventStored reports whether the events stream holds the job's
+// event of its final status.
+func (c *Client) terminalEventStored(ctx context.Context, id string, status Status) bool {
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	_, err := c.topo.Events.GetLastMsgForSubject(ctx, c.names.EventSubject(id, string(status)))
+	return err == nil
 }
 
 // Transcript returns the stored transcript object of a job: the reflected
