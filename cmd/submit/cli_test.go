@@ -155,6 +155,9 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--file", "tasks.jsonl", "--max-rounds", "-1"}, "--max-rounds must be at least 1 (got -1)", "max-rounds"},
 		{[]string{"--allow", "read_*,[", "echo:x"}, `--allow "read_*,[": bad glob "[": syntax error in pattern`, "--allow"},
 		{[]string{"--deny", `a\`, "echo:x"}, `bad glob "a\\": syntax error in pattern`, "--deny"},
+		// An empty allow list is no filter: the job was offered every tool.
+		{[]string{"--allow", "", "echo:x"}, `--allow "" names no tool, which would allow every tool`, "names no tool"},
+		{[]string{"--allow", " , ", "echo:x"}, `--allow " , " names no tool`, "names no tool"},
 		{[]string{"watch"}, "watch takes one job id", "watch"},
 		{[]string{"cancel", "a", "b"}, "cancel takes one job id", "cancel"},
 	} {

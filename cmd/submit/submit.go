@@ -204,6 +204,12 @@ func (f *jobFlags) check() error {
 				f.timeout, time.Duration(math.MaxInt64).Truncate(time.Hour))
 		}
 	}
+	if f.set["allow"] && splitList(f.allow) == nil {
+		// An empty allow list is no filter: --allow "$TOOLS" with TOOLS
+		// unset offered the job every tool.
+		return usagef("--allow %q names no tool, which would allow every tool; leave --allow out for that, or give the globs to allow",
+			f.allow)
+	}
 	for _, fl := range []struct{ name, globs string }{{"allow", f.allow}, {"deny", f.deny}} {
 		for _, g := range splitList(fl.globs) {
 			if _, err := path.Match(g, ""); err != nil {
