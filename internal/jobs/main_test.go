@@ -303,3 +303,20 @@ func fetchOne(t *testing.T, cons jetstream.Consumer) jetstream.Msg {
 	t.Fatalf("no delivery: %v", batch.Error())
 	return nil
 }
+
+// startTopology starts a server with the jobs topology ensured on it, as a
+// worker's Run would create it, for tests that drive a worker's parts
+// without running it.
+func startTopology(t *testing.T) (*nats.Conn, *Topology) {
+	t.Helper()
+	nc := natstest.Connect(t, startServer(t))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := EnsureTopology(natstest.Context(t), js, testTopology(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, topo
+}

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -17,18 +15,10 @@ import (
 // stops still is: see the comment at the poll in fetchLoop.)
 func TestStoppingWorkerTakesNoJob(t *testing.T) {
 	t.Parallel()
-	nc := natstest.Connect(t, startServer(t))
+	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
 	w, err := NewWorker(Config{Conn: nc, Runner: newTestRunner(), Topology: testTopology(), Concurrency: 1,
 		FetchWait: 200 * time.Millisecond, RequeueDelay: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := EnsureTopology(ctx, js, testTopology(), nil) // what Run would create
 	if err != nil {
 		t.Fatal(err)
 	}

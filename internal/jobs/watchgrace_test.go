@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -16,21 +14,14 @@ import (
 // final state and the event race to Watch.
 func TestWatchWaitsForAStoredTerminalEvent(t *testing.T) {
 	t.Parallel()
-	nc := natstest.Connect(t, startServer(t))
+	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureTopology(ctx, js, testTopology(), nil); err != nil {
-		t.Fatal(err)
-	}
 	c := newClient(t, nc)
 	c.terminalGrace = 1 // an event not stored yet is not waited for
 	for i := range 20 {
 		id := fmt.Sprintf("ended-%d", i)
 		for seq, typ := range []string{"started", string(StatusSucceeded)} {
-			if err := publishEvent(ctx, js, c.names, Event{JobID: id, Type: typ, Attempt: 1, Seq: seq + 1}); err != nil {
+			if err := publishEvent(ctx, topo.JS, c.names, Event{JobID: id, Type: typ, Attempt: 1, Seq: seq + 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
