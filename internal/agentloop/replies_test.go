@@ -163,6 +163,15 @@ func TestOtherServersReplies(t *testing.T) {
 			replies: []llmtest.Reply{rawReply(rawCalls(rawCall("c1", "get_weather", limaArgs)), "tool_calls"),
 				rawReply(`{"role":"assistant","content":"Lima is","tool_calls":[`+rawCall("c2", "get_weather", limaArgs)+`]}`, "length")},
 			maxRounds: 1, wantErr: agentloop.ErrTruncated, wantRequests: 2, wantServerCalls: 1, wantMsg: []string{`ending "Lima is"`}},
+		// GitHub Copilot's API: one reply split into choices, the text in
+		// one (finish_reason "stop" here) and the calls in the next.
+		// Before: the call was lost and "Let me check." was the answer.
+		{name: "text and calls in two choices",
+			replies: []llmtest.Reply{{Body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[` +
+				`{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Let me check."}},` +
+				`{"index":0,"finish_reason":"tool_calls","message":` + rawCalls(rawCall("toolu_01", "get_weather", limaArgs)) + `}]}`}, final},
+			wantAnswer: "Lima is sunny.", wantRequests: 2, wantServerCalls: 1,
+			wantCall: `get_weather({"city":"Lima"})`, wantResult: "weather in Lima: 21c, sunny"},
 		{name: "tool call complete in a reply cut off",
 			replies:    []llmtest.Reply{rawReply(rawCalls(rawCall("c1", "get_weather", limaArgs)), "length"), final},
 			wantAnswer: "Lima is sunny.", wantRequests: 2, wantServerCalls: 1,

@@ -54,8 +54,8 @@ func (c *Client) Model() string { return c.cfg.Model }
 func (c *Client) BaseURL() string { return c.cfg.BaseURL }
 
 // Complete sends req, which openai-go retries on transient failures (see the
-// package doc), and returns the first choice. An empty req.Model uses the
-// configured model.
+// package doc), and returns the reply (its choices merged, see Response).
+// An empty req.Model uses the configured model.
 func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	params, err := toParams(req, c.cfg.Model)
 	if err != nil {

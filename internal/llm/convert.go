@@ -155,7 +155,10 @@ func ToolJSON(t Tool) (json.RawMessage, error) {
 	return bytes.TrimRight(out.Bytes(), "\n"), nil
 }
 
-// fromCompletion maps the first choice of a reply back to a Response.
+// fromCompletion maps a reply back to a Response. Requests ask for one
+// completion (no n), so a reply of several choices is one reply in parts:
+// GitHub Copilot's API sends the text in one choice and the tool calls in
+// another, each with index 0. They are merged (mergeChoices).
 func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	if c == nil || len(c.Choices) == 0 {
 		if c != nil && c.RawJSON() != "" {
@@ -163,7 +166,55 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 		}
 		return Response{}, ErrNoChoices
 	}
-	ch := c.Choices[0]
+	resp := Response{
+		Model: c.Model,
+		Usage: Usage{
+			PromptTokens:       tokenCount(c.Usage.PromptTokens),
+			CompletionTokens:   tokenCount(c.Usage.CompletionTokens),
+			CachedPromptTokens: tokenCount(c.Usage.PromptTokensDetails.CachedTokens),
+		},
+	}
+	mergeChoices(&resp, c.Choices)
+	return resp, nil
+}
+
+// mergeChoices fills resp's message, finish reason and refusal from the
+// parts of one reply: the texts (and refusals) of the choices that have
+// one, joined by a line break in choice order; every choice's tool calls,
+// in order; the first reasoning of each kind; and the first choice's
+// finish reason, unless that is "stop" or none and a later choice names
+// another ("tool_calls", or "length" for a part cut off).
+func mergeChoices(resp *Response, choices []openai.ChatCompletionChoice) {
+	var texts, refusals []string
+	resp.Message.Role = RoleAssistant
+	for i, ch := range choices {
+		m := choiceMessage(ch)
+		if m.Content != "" {
+			texts = append(texts, m.Content)
+		}
+		if ch.Message.Refusal != "" {
+			refusals = append(refusals, ch.Message.Refusal)
+		}
+		resp.Message.ToolCalls = append(resp.Message.ToolCalls, m.ToolCalls...)
+		if resp.Message.ReasoningContent == nil {
+			resp.Message.ReasoningContent = m.ReasoningContent
+		}
+		if resp.Message.Reasoning == nil {
+			resp.Message.Reasoning = m.Reasoning
+		}
+		if resp.Message.ReasoningDetails == nil {
+			resp.Message.ReasoningDetails = m.ReasoningDetails
+		}
+		if fr := ch.FinishReason; i == 0 || (fr != "" && (resp.FinishReason == "" || resp.FinishReason == "stop")) {
+			resp.FinishReason = fr
+		}
+	}
+	resp.Message.Content = strings.Join(texts, "\n")
+	resp.Refusal = strings.Join(refusals, "\n")
+}
+
+// choiceMessage is one choice's assistant message.
+func choiceMessage(ch openai.ChatCompletionChoice) Message {
 	msg := Message{Role: RoleAssistant, Content: contentText(ch.Message)}
 	for _, tc := range ch.Message.ToolCalls {
 		call := ToolCall{ID: tc.ID, Type: tc.Type, Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
@@ -191,17 +242,7 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 	msg.ReasoningContent = rawField(extra["reasoning_content"])
 	msg.Reasoning = rawField(extra["reasoning"])
 	msg.ReasoningDetails = rawField(extra["reasoning_details"])
-	return Response{
-		Message:      msg,
-		FinishReason: ch.FinishReason,
-		Refusal:      ch.Message.Refusal,
-		Model:        c.Model,
-		Usage: Usage{
-			PromptTokens:       tokenCount(c.Usage.PromptTokens),
-			CompletionTokens:   tokenCount(c.Usage.CompletionTokens),
-			CachedPromptTokens: tokenCount(c.Usage.PromptTokensDetails.CachedTokens),
-		},
-	}, nil
+	return msg
 }
 
 // maxTokenCount bounds a reported token count: no reply costs a trillion

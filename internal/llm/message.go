@@ -82,7 +82,9 @@ type Request struct {
 	ToolChoice string `json:"tool_choice,omitempty"`
 }
 
-// Response is the first choice of a chat-completions reply.
+// Response is a chat-completions reply: its one choice, or the merge of
+// the choices a server split one reply into (GitHub Copilot's API sends
+// the text and the tool calls as two choices).
 type Response struct {
 	Message      Message `json:"message"`
 	FinishReason string  `json:"finish_reason"`

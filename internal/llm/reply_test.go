@@ -122,6 +122,16 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 		{name: "arguments as an object",
 			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":{"city":"Lima"}}}]}`, "tool_calls")}},
 			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
+		// GitHub Copilot's API (Claude and Gemini models) splits one reply
+		// into several choices, the text in one and the tool calls in
+		// another, all with index 0; no n was asked for. Before: only
+		// choices[0] was read, so the calls were lost and the text
+		// ("Let me check.") became the job's answer.
+		{name: "one reply split across choices",
+			replies: []llmtest.Reply{{Body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[` +
+				`{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Let me check."}},` +
+				`{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}}]}}]}`}},
+			wantRequests: 1, wantContent: "Let me check.", wantCall: `get_weather({"city":"Lima"})`},
 		{name: "body over MaxReplyBytes",
 			replies:      []llmtest.Reply{{Content: strings.Repeat("x", 5000)}, ok},
 			wantRequests: 1, wantErr: []string{"unusable reply (status 200): a body larger than 4096 bytes (MaxReplyBytes)"}, badReply: true},
