@@ -45,6 +45,8 @@ type searchAnswer struct {
 	// named none of the job's; servers, with badSrv, are the job's servers.
 	meant   string
 	servers []string
+	// down are the job's servers that are unavailable, named in a note.
+	down []toolcache.ServerStatus
 }
 
 // serverNames are the servers of the job's catalog, sorted.
@@ -136,16 +138,37 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 	return a
 }
 
-// text is the answer as the model gets it: a note line when the matches
-// are weak or none matched, then the JSON array of hits, best first. The
-// note quotes the query's and the server's heads only: a whole long one
-// would push the hits past the output cut.
+// text is the answer as the model gets it: a note line when servers are
+// unavailable, one when the matches are weak or none matched, then the
+// JSON array of hits, best first. The note quotes the query's and the
+// server's heads only: a whole long one would push the hits past the
+// output cut.
 func (a searchAnswer) text(query, server string) string {
+	return a.render(query, server, 0, false)
+}
+
+// render is text with a note that left more hits were not shown, and when
+// compact with shorter notes (no query quoted, unavailable servers
+// counted, not named), for an answer at a small output limit.
+func (a searchAnswer) render(query, server string, left int, compact bool) string {
+	var prefix string
+	switch {
+	case len(a.down) > 0 && compact:
+		prefix = fmt.Sprintf("Note: %d MCP %s unavailable; %s tools are not among these.\n", len(a.down),
+			plural(len(a.down), "server is", "servers are"), plural(len(a.down), "its", "their"))
+	case len(a.down) > 0:
+		prefix = fmt.Sprintf("Note: %s: its tools are not in this job's catalog, so they are not among these.\n", downList(a.down))
+	}
+	if left > 0 {
+		prefix += fmt.Sprintf("Note: %d more %s not fit in the output; ask for fewer (limit) or search with narrower words.\n",
+			left, plural(left, "hit does", "hits do"))
+	}
+	none := len(a.hits) == 0 && left == 0
 	var note string
 	switch {
-	case a.badSrv && len(a.hits) == 0:
+	case a.badSrv && none:
 		if len(a.servers) == 0 {
-			return fmt.Sprintf("Note: no server of this job is named %s, and this job has no servers; search without server.", quoteHead(server))
+			return prefix + fmt.Sprintf("Note: no server of this job is named %s, and this job has no servers; search without server.", quoteHead(server))
 		}
 		quoted := make([]string, 0, maxServersNamed+1)
 		for i, s := range a.servers {
@@ -155,33 +178,72 @@ func (a searchAnswer) text(query, server string) string {
 			}
 			quoted = append(quoted, strconv.Quote(s))
 		}
-		return fmt.Sprintf("Note: no server of this job is named %s; its servers: %s.", quoteHead(server), strings.Join(quoted, ", "))
+		return prefix + fmt.Sprintf("Note: no server of this job is named %s; its servers: %s.", quoteHead(server), strings.Join(quoted, ", "))
+	case a.meant != "" && compact:
+		note = fmt.Sprintf("Note: no server is named so; these are the tools of %s.\n", quoteN(a.meant, 40))
 	case a.meant != "":
 		note = fmt.Sprintf("Note: no server of this job is named %s; did you mean %q? These are its tools.\n", quoteHead(server), a.meant)
 		if a.fallback {
 			note += "None matches the words of the query; these are the closest names.\n"
 		}
-	case a.fallback && len(a.hits) == 0:
-		return "Note: no tools are available."
+	case a.fallback && none:
+		return prefix + "Note: no tools are available."
+	case a.fallback && strings.TrimSpace(query) == "" && compact:
+		note = "Note: the query is empty; these are the first tools by name.\n"
 	case a.fallback && strings.TrimSpace(query) == "":
 		note = "Note: the query is empty; these are the first tools by name. Search with the words of the request.\n"
+	case a.fallback && compact:
+		note = "Note: no tool matches the query's words; these are the closest names.\n"
 	case a.fallback:
 		note = fmt.Sprintf("Note: no tool matches the words of %s; these are the closest names. Try other words.\n", quoteHead(query))
+	case a.weak && compact:
+		note = "Note: these match only part of the request.\n"
 	case a.weak:
 		note = "Note: these match only part of the request; search again with the words of one step for better matches.\n"
 	}
-	return note + mustJSON(a.hits)
+	hits := a.hits
+	if hits == nil {
+		hits = []searchHit{}
+	}
+	return prefix + note + mustJSON(hits)
 }
 
-// fit is text within max bytes: the best hits that fit, and a note of how
-// many more there were (cut at the tool output limit, the JSON array was
-// not valid).
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// quoteN is s quoted, its first n bytes when it is longer.
+func quoteN(s string, n int) string {
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(cutText(s, n))
+}
+
+// fit is text within max bytes (at least 256, MaxToolOutput's floor):
+// the best hits that fit with a note of how many more there were; at a
+// limit too small for one hit with the notes whole, shorter notes and
+// the best hit's description and signature cut; at one too small for
+// that, no hit. The hits stay a valid JSON array (cut at the tool output
+// limit, mid-hit, they were not).
 func (a searchAnswer) fit(query, server string, max int) string {
 	text := a.text(query, server)
-	if len(text) <= max || len(a.hits) == 0 {
+	if len(text) <= max {
 		return text
 	}
+	if len(a.hits) == 0 {
+		// Notes only (a list of servers): no JSON to keep valid.
+		return a.render(query, server, 0, true)
+	}
 	all := a.hits
+	with := func(hits []searchHit, compact bool) string {
+		b := a
+		b.hits = hits
+		return b.render(query, server, len(all)-len(hits), compact)
+	}
 	// The hits' sizes shrink the answer by at least their encoding each.
 	n := len(all)
 	for n > 1 && len(text) > max {
@@ -190,10 +252,51 @@ func (a searchAnswer) fit(query, server string, max int) string {
 			n--
 			over -= len(mustJSON(all[n])) + 1
 		}
-		a.hits = all[:n]
-		text = fmt.Sprintf("Note: %d more hits do not fit in the output; ask for fewer (limit) or search with narrower words.\n", len(all)-n) + a.text(query, server)
+		text = with(all[:n], false)
 	}
-	return text
+	if len(text) <= max {
+		return text
+	}
+	// One hit with the short notes, then its signature and description
+	// cut to the room left.
+	if text = with(all[:1], true); len(text) <= max {
+		return text
+	}
+	h := all[0]
+	h.Description, h.Call = "", ""
+	if room := max - len(with([]searchHit{h}, true)); room >= 0 {
+		h.Call = fitString(all[0].Call, room)
+		h.Description = fitString(all[0].Description, room-(len(mustJSON(h.Call))-2))
+		if text = with([]searchHit{h}, true); len(text) <= max {
+			return text
+		}
+	}
+	if text = with(nil, true); len(text) <= max {
+		return text
+	}
+	return fmt.Sprintf("Note: %d more %s not fit in the output.\n[]", len(all), plural(len(all), "hit does", "hits do"))
+}
+
+// fitString is s, or its start cut with "...", whose JSON string encoding
+// (quotes left out) is at most room bytes; "" when none is.
+func fitString(s string, room int) string {
+	enc := func(v string) int { return len(mustJSON(v)) - 2 }
+	if enc(s) <= room {
+		return s
+	}
+	lo, hi := 0, len(s) // the longest cut that fits is in [lo, hi)
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if enc(cutText(s, mid)) <= room {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if c := cutText(s, lo); lo > 0 && enc(c) <= room {
+		return c
+	}
+	return ""
 }
 
 // maxSignature bounds a compact signature.
@@ -515,11 +618,8 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 		if ans.semanticErr != nil {
 			semanticFallback(ans.semanticErr)
 		}
-		var prefix string
-		if len(down) > 0 {
-			prefix = fmt.Sprintf("Note: %s: its tools are not in this job's catalog, so they are not among these.\n", downList(down))
-		}
-		return prefix + ans.fit(a.Query, a.Server, maxOut-len(prefix)), false
+		ans.down = down
+		return ans.fit(a.Query, a.Server, maxOut), false
 	case kindGetToolDetails:
 		var a struct {
 			Name string `json:"name"`
