@@ -5,37 +5,13 @@ import (
 	"strings"
 )
 
-// pathBounds returns where raw's path starts and ends: after the scheme
-// and authority, before the query or fragment.
-func pathBounds(raw string) (start, end int) {
-	if i := strings.Index(raw, "://"); i >= 0 {
-		start = i + 3
-		if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
-			start += j
-		} else {
-			return len(raw), len(raw)
-		}
-	} else if j := strings.IndexAny(raw, "/?#"); j >= 0 {
-		// No scheme: host/path, or a bare path.
-		start = j
-	} else {
-		return len(raw), len(raw)
-	}
-	end = len(raw)
-	if k := strings.IndexAny(raw[start:], "?#"); k >= 0 {
-		end = start + k
-	}
-	return start, end
-}
-
-// maskPath masks raw's path segments that look like credentials
+// maskPath masks path's segments that look like credentials
 // (SecretSegment), whole, leaving the others byte for byte.
-func maskPath(raw string) string {
-	start, end := pathBounds(raw)
-	if start >= end {
-		return raw
+func maskPath(path string) string {
+	if path == "" {
+		return path
 	}
-	segs := strings.Split(raw[start:end], "/")
+	segs := strings.Split(path, "/")
 	changed := false
 	for i, s := range segs {
 		if SecretSegment(s) {
@@ -44,19 +20,18 @@ func maskPath(raw string) string {
 		}
 	}
 	if !changed {
-		return raw
+		return path
 	}
-	return raw[:start] + strings.Join(segs, "/") + raw[end:]
+	return strings.Join(segs, "/")
 }
 
-// pathSecrets are raw's path segments SecretSegment takes for credentials.
-func pathSecrets(raw string) []string {
-	start, end := pathBounds(raw)
+// pathSecrets are path's segments SecretSegment takes for credentials.
+func pathSecrets(path string) []string {
 	var out []string
-	if start >= end {
+	if path == "" {
 		return out
 	}
-	for _, s := range strings.Split(raw[start:end], "/") {
+	for _, s := range strings.Split(path, "/") {
 		if SecretSegment(s) {
 			out = append(out, s)
 		}
@@ -109,7 +84,54 @@ func SecretSegment(seg string) bool {
 			return true
 		}
 	}
+	for _, run := range strings.FieldsFunc(seg, func(r rune) bool { return !isAlnum(r) && r != '-' && r != '_' }) {
+		if randomPieces(run) {
+			return true
+		}
+	}
 	return false
+}
+
+// randomPieces says whether a base64url run, split by '-' and '_' into
+// pieces shorter than randomLooking needs, reads as random as a whole:
+// at least 20 letters and digits, mixing both, changing class at least 5
+// times and once every 4 characters or more often within its pieces. A
+// change from a piece's capital to its lower case does not count, nor do
+// changes between pieces, so names made of words, numbers and short
+// mixes (Mixtral-8x7B-Instruct-v0, sentence-transformers_all-MiniLM-L6-v2,
+// llama-v3p1-405b-instruct) stay readable.
+func randomPieces(run string) bool {
+	if !strings.ContainsAny(run, "-_") {
+		return false // randomLooking has judged it
+	}
+	n, changes := 0, 0
+	var seen [3]bool
+	for _, piece := range strings.FieldsFunc(run, func(r rune) bool { return r == '-' || r == '_' }) {
+		n += len(piece)
+		for i := 0; i < len(piece); i++ {
+			seen[charClass(piece[i])] = true
+			if i > 0 && charClass(piece[i]) != charClass(piece[i-1]) && (i > 1 || charClass(piece[0]) != 2 || charClass(piece[1]) != 1) {
+				changes++
+			}
+		}
+	}
+	if n < 20 || !seen[0] || (!seen[1] && !seen[2]) {
+		return false
+	}
+	return changes >= 5 && changes*4 >= n
+}
+
+// charClass is 0 for a digit, 1 for a lower case letter, 2 otherwise
+// (upper case).
+func charClass(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return 0
+	case c >= 'a' && c <= 'z':
+		return 1
+	default:
+		return 2
+	}
 }
 
 func isAlnum(r rune) bool {
@@ -145,16 +167,7 @@ func randomLooking(run string) bool {
 	if len(run) < 20 {
 		return false
 	}
-	class := func(c byte) int {
-		switch {
-		case c >= '0' && c <= '9':
-			return 0
-		case c >= 'a' && c <= 'z':
-			return 1
-		default:
-			return 2
-		}
-	}
+	class := charClass
 	var seen [3]bool
 	changes := 0
 	for i := 0; i < len(run); i++ {
