@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
@@ -27,6 +28,11 @@ type Client struct {
 	// limitWhy says why the job size limit is below the configured one
 	// ("" when it is not).
 	limitWhy string
+	// publishBound and publishTry are submitPublishBound and
+	// submitTryTimeout (shorter in tests); onPublishTry, when set, sees
+	// each try's outcome (tests).
+	publishBound, publishTry time.Duration
+	onPublishTry             func(error)
 }
 
 // ClientConfig configures a Client.
@@ -69,7 +75,7 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 		return nil, err
 	}
 	return &Client{nc: nc, names: names, v: v, topo: topo, states: newStateStore(topo.State), limitWhy: limitWhy,
-		terminalGrace: terminalEventGrace}, nil
+		terminalGrace: terminalEventGrace, publishBound: submitPublishBound, publishTry: submitTryTimeout}, nil
 }
 
 // Names is the deployment's naming.
@@ -127,8 +133,12 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	// without reading the state again.
 	c.states.hold(j.ID)
 	defer c.states.release(j.ID)
-	st, err := c.states.update(ctx, j.ID, func(cur *State) (*State, error) {
+	// Retried while the state bucket cannot be reached (a cluster node
+	// restarting, its group electing a leader): one try failed the submit.
+	st, err := c.states.updateRetried(ctx, j.ID, func(cur *State) (*State, error) {
 		if cur != nil {
+			// A try whose answer was lost wrote this one: still ours.
+			created = created && cur.Status == StatusQueued && cur.CreatedAt.Equal(now)
 			return nil, nil
 		}
 		created = true
@@ -145,7 +155,7 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	m := nats.NewMsg(c.names.JobsSubject(j.Queue))
 	m.Data = data
 	injectTraceContext(ctx, m.Header) // the caller's span, if any, parents the job's (see tracecontext.go)
-	ack, err := c.topo.JS.PublishMsg(ctx, m, jetstream.WithMsgID(j.ID))
+	ack, err := c.publishJob(ctx, m, j.ID)
 	if err != nil {
 		if created {
 			c.forgetQueued(ctx, j.ID)
@@ -159,6 +169,76 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 		}
 	}
 	return r, nil
+}
+
+// submitPublishBound bounds Submit's publish, tries included, and
+// submitTryTimeout one try. One try, as before, failed a batch's jobs
+// with "no response from stream" while a cluster node was restarted (its
+// stream group electing a leader for a few seconds) and one whose answer
+// a restarted server swallowed spent the whole request timeout. Sending
+// again is safe: Nats-Msg-Id = id, so the stream keeps one copy within
+// its duplicate window (minutes, far above this bound).
+const (
+	submitPublishBound = 30 * time.Second
+	submitTryTimeout   = 5 * time.Second
+)
+
+// publishJob publishes a job's message, again with backoff while the
+// stream cannot be reached, within publishBound (and ctx).
+func (c *Client) publishJob(ctx context.Context, m *nats.Msg, id string) (*jetstream.PubAck, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.publishBound)
+	defer cancel()
+	tries := 0
+	var last error      // the last try's error, a cut try's kept behind a telling one
+	unanswered := false // a try went unanswered: its message may be stored
+	op := func() (*jetstream.PubAck, error) {
+		tries++
+		tctx, cancel := context.WithTimeout(ctx, c.publishTry)
+		defer cancel()
+		ack, err := c.topo.JS.PublishMsg(tctx, m, jetstream.WithMsgID(id))
+		if c.onPublishTry != nil {
+			c.onPublishTry(err)
+		}
+		if err == nil {
+			return ack, nil
+		}
+		timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+		unanswered = unanswered || timedOut
+		if last == nil || !timedOut {
+			last = err
+		}
+		if ctx.Err() != nil || !unreachable(err) {
+			return nil, backoff.Permanent(err)
+		}
+		return nil, err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, 2*time.Second
+	ack, err := backoff.RetryWithData(op, backoff.WithContext(b, ctx))
+	switch {
+	case err == nil:
+		return ack, nil
+	case last == nil: // ctx ended before a try
+		return nil, err
+	case !unreachable(last):
+		return nil, last
+	case unanswered:
+		return nil, fmt.Errorf("%w (%d tries in %s; it may have been queued all the same: submitting the same id again does not queue it twice)",
+			last, tries, c.publishBound)
+	}
+	return nil, fmt.Errorf("%w (%d tries in %s)", last, tries, c.publishBound)
+}
+
+// unreachable reports whether a publish failed for want of an answer
+// from the stream, which a moment later may give one: no responders (no
+// leader, a node restarting), a lost request or answer, JetStream
+// briefly unavailable (jsClusterNotAvailable; other 503s, a store full or
+// insufficient resources, stay refusals).
+func unreachable(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		(errors.As(err, &api) && api.ErrorCode == jsClusterNotAvailable)
 }
 
 // tooLarge says, of a job refused as too large, where its size and the
