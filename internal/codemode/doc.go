@@ -41,13 +41,29 @@
 // in the order the code makes them, Promise.all included. Parallel calls
 // would save time; a fixed order is what lets a replay match calls by
 // sequence number, so it wins. A tool returns its structured content when
-// it has some, else its text parsed as JSON, else the text; a tool error
+// it has some, else its text parsed as JSON, else the text (numbers: see
+// below); a tool error
 // throws an Error named ToolError with the server's text, a refusal from
 // the Host an Error with its message, both catchable and carrying .tool.
 // A Host error made with Abort ends the execution instead (a replay that
 // diverged must not be caught by the code). tools.x for a name that is no
 // tool throws a TypeError, with the Host's reason when it is an Explainer
 // (the agent loop's: the tool's server is down).
+//
+// A number of a tool's result that a JavaScript number cannot hold comes
+// as a string of its digits exactly as the tool wrote them, never rounded
+// or null: an integer (no fraction or exponent) beyond ±(2^53-1),
+// Number.MAX_SAFE_INTEGER (IDs of 64 bits and more; "12345678901234567"
+// and "9007199254740992" too, though a float64 holds the latter, so that
+// one field is a string for all its large values, not for some), a
+// number beyond float64's range ("1e400", "-1e400"), and a non-zero one
+// that would underflow to 0 ("1e-400"). Other numbers are JavaScript
+// numbers (0.1 and 12345678901234567890.5 rounded to the nearest float64,
+// as everywhere in JavaScript). BigInt is not offered (see Limits), and a
+// string keeps the exact value for printing, comparing and passing on:
+// the code can test typeof x === "string" to tell. The code's own
+// JSON.parse follows JavaScript: 1e400 is Infinity (goja's, which uses
+// Go's encoding/json, threw a Go error for it).
 //
 // Only what console prints (log, info and debug as they are; warn and
 // error prefixed "[warn] " and "[error] ") and the final value come back,

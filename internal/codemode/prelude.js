@@ -29,7 +29,7 @@
 
   const MAX_STR = h.maxStr, MAX_ELEMS = h.maxElems, MAX_KEYS = h.maxKeys;
   const MAX_DEPTH = h.maxDepth, MAX_ARGS = h.maxArgs, MAX_FLAT = 100, MAX_OUT = h.maxOutput;
-  const jsonDepth = h.jsonDepth, jsonSize = h.jsonSize, scan = h.scan, emit = h.emit, hostCall = h.call, explain = h.explain;
+  const jsonDepth = h.jsonDepth, jsonSize = h.jsonSize, overflow = h.overflow, scan = h.scan, emit = h.emit, hostCall = h.call, explain = h.explain;
 
   function refuse(what, n, max, unit) {
     throw new RangeErrorC(what + ": " + n + " " + unit + " is over the code-mode limit of " + max);
@@ -618,6 +618,21 @@
       const n = jsonSize(t);
       if (n[0] > MAX_KEYS) refuse("JSON.parse: the text", n[0], MAX_KEYS, "arrays and objects");
       if (n[1] > MAX_ELEMS) refuse("JSON.parse: the text", n[1], MAX_ELEMS, "values");
+    }
+    // goja parses numbers with Go's encoding/json, which refuses one
+    // beyond a float64's range (1e400) where JavaScript gives Infinity:
+    // such numbers come as marked strings, revived as ±Infinity.
+    const o = overflow(t);
+    if (o !== null) {
+      const plus = o[1] + "+", minus = o[1] + "-";
+      const user = typeof reviver === "function" ? reviver : undefined;
+      return apply(jsonParse, undefined, [o[0], function (k, v) {
+        if (v === plus || v === minus) {
+          v = v === plus ? Infinity : -Infinity;
+          defineProperty(this, k, { value: v, writable: true, enumerable: true, configurable: true });
+        }
+        return user === undefined ? v : apply(user, this, [k, v]);
+      }]);
     }
     return reviver === undefined ? apply(jsonParse, undefined, [t]) : apply(jsonParse, undefined, [t, reviver]);
   }

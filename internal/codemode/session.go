@@ -305,6 +305,14 @@ func (s *session) setup() error {
 		"scan": func(c goja.FunctionCall) goja.Value {
 			return vm.ToValue(scanString(c.Argument(0), c.Argument(1).ToBoolean()))
 		},
+		"overflow": func(c goja.FunctionCall) goja.Value {
+			t := c.Argument(0).String()
+			text, mark, ok := overflowMarks(t)
+			if !ok || !json.Valid([]byte(text)) {
+				return goja.Null()
+			}
+			return vm.NewArray(text, mark)
+		},
 		"jsonSize": func(c goja.FunctionCall) goja.Value {
 			containers, values := jsonSize(c.Argument(0).String())
 			return vm.NewArray(containers, values)
@@ -400,10 +408,10 @@ func (s *session) call(name, args string) (kind int, payload string) {
 		return kindToolErr, text
 	}
 	if st := trimSpace(res.Structured); len(st) > 0 && string(st) != "null" && json.Valid(st) {
-		return kindJSON, string(st)
+		return kindJSON, exactNumbers(string(st))
 	}
 	if json.Valid([]byte(res.Text)) {
-		return kindJSON, res.Text
+		return kindJSON, exactNumbers(res.Text)
 	}
 	return kindText, res.Text
 }
