@@ -217,9 +217,13 @@ func mergeChoices(resp *Response, choices []openai.ChatCompletionChoice) {
 func choiceMessage(ch openai.ChatCompletionChoice) Message {
 	msg := Message{Role: RoleAssistant, Content: contentText(ch.Message)}
 	for _, tc := range ch.Message.ToolCalls {
-		call := ToolCall{ID: tc.ID, Type: tc.Type, Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
-		if call.Type == "" {
-			call.Type = "function"
+		// Every call is a function call, as it is sent back (messageParam).
+		// A custom tool call (OpenAI's {"type": "custom", "custom": {"name",
+		// "input"}}), though only functions are offered, is read as one
+		// whose arguments are its input, which the loop then judges.
+		call := ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
+		if tc.Type == "custom" && call.Function.Name == "" {
+			call.Function = FunctionCall{Name: tc.Custom.Name, Arguments: tc.Custom.Input}
 		}
 		// The union keeps no extra fields: they are read from its JSON.
 		var extra struct {

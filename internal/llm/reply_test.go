@@ -132,6 +132,13 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 				`{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Let me check."}},` +
 				`{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}}]}}]}`}},
 			wantRequests: 1, wantContent: "Let me check.", wantCall: `get_weather({"city":"Lima"})`},
+		// OpenAI's custom tool calls ({"type":"custom","custom":{"name",
+		// "input"}}), which a server may send though only functions are
+		// offered. Before: the call kept type "custom" with an empty
+		// function (no name), which no server takes back in history.
+		{name: "custom tool call",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"custom","custom":{"name":"get_weather","input":"{\"city\":\"Lima\"}"}}]}`, "tool_calls")}},
+			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
 		{name: "body over MaxReplyBytes",
 			replies:      []llmtest.Reply{{Content: strings.Repeat("x", 5000)}, ok},
 			wantRequests: 1, wantErr: []string{"unusable reply (status 200): a body larger than 4096 bytes (MaxReplyBytes)"}, badReply: true},
@@ -155,6 +162,11 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 				}
 				if resp.Message.Content != tc.wantContent || call != tc.wantCall || len(resp.Message.ToolCalls) > 1 {
 					t.Errorf("content %q, calls %+v; want %q, %s", resp.Message.Content, resp.Message.ToolCalls, tc.wantContent, tc.wantCall)
+				}
+				for _, c := range resp.Message.ToolCalls {
+					if c.Type != "function" {
+						t.Errorf("call type %q, want function (the type every call is sent back as)", c.Type)
+					}
 				}
 				return
 			}
