@@ -51,6 +51,10 @@ type call struct {
 // prepare resolves and validates one call. It runs nothing.
 func (j *job) prepare(tc llm.ToolCall) *call {
 	c := &call{tc: tc}
+	if strings.TrimSpace(tc.Function.Name) == "" {
+		c.fault = j.reg.namelessCallError().Error()
+		return c
+	}
 	e, ok := j.reg.lookup(tc.Function.Name)
 	if !ok {
 		c.fault = j.reg.unknownToolError(tc.Function.Name, true).Error()
@@ -112,24 +116,38 @@ func objectArgs(text string) (json.RawMessage, error) {
 
 // historyMessage is m, an accepted reply, as history keeps it: a call
 // whose arguments are not one JSON object (blank, invalid, cut off, not
-// an object) keeps {} there. Ollama, vLLM and llama.cpp parse the
-// arguments of every call sent back to them and refuse the whole request
-// otherwise (400 "invalid tool call arguments"), which failed the job one
-// round later; the call's result quotes what the model wrote, and its
-// tool.call event and the journaled answer keep the text as it came.
+// an object) keeps {} there, and a call without a name (empty or blank)
+// is named UnnamedCall. Ollama, vLLM and llama.cpp parse the arguments of
+// every call sent back to them and refuse the whole request otherwise
+// (400 "invalid tool call arguments"), and OpenAI's API refuses a call
+// without a name (400 "Invalid 'messages[1].tool_calls[0].function.name':
+// empty string"), either failing the job one round later; the call's
+// result quotes what the model wrote, and its tool.call event and the
+// journaled answer keep the text as it came.
 func historyMessage(m llm.Message) llm.Message {
 	cloned := false
 	for i, c := range m.ToolCalls {
-		if isObject(strings.TrimSpace(c.Function.Arguments)) {
+		named := strings.TrimSpace(c.Function.Name) != ""
+		if named && isObject(strings.TrimSpace(c.Function.Arguments)) {
 			continue
 		}
 		if !cloned {
 			m.ToolCalls, cloned = slices.Clone(m.ToolCalls), true
 		}
-		m.ToolCalls[i].Function.Arguments = "{}"
+		if !named {
+			m.ToolCalls[i].Function.Name = UnnamedCall
+		}
+		if !isObject(strings.TrimSpace(c.Function.Arguments)) {
+			m.ToolCalls[i].Function.Arguments = "{}"
+		}
 	}
 	return m
 }
+
+// UnnamedCall is the name history gives a tool call that came without
+// one (see historyMessage). It names no tool: its result says the call
+// named none.
+const UnnamedCall = "unnamed_tool_call"
 
 // quoteHead quotes the first 200 bytes of s, on a rune boundary.
 func quoteHead(s string) string {

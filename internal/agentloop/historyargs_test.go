@@ -2,6 +2,7 @@ package agentloop_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -111,6 +112,72 @@ func TestHistoryArgumentsAreObjects(t *testing.T) {
 			}
 			if calls := ev.of(agentloop.EventToolCall); len(calls) != 1 || calls[0].Data["arguments"] != tc.args {
 				t.Errorf("tool.call events %s, want arguments %q", mustJSON(t, calls), tc.args)
+			}
+		})
+	}
+}
+
+// strictNames answers as OpenAI's API does: a request whose history holds
+// a call without a name is refused with 400; any other gets answer.
+func strictNames(answer string) func(llmtest.RecordedRequest) llmtest.Reply {
+	return func(r llmtest.RecordedRequest) llmtest.Reply {
+		for i, m := range r.Messages {
+			for k, c := range m.ToolCalls {
+				if strings.TrimSpace(c.Function.Name) == "" {
+					return llmtest.Reply{Status: 400, Content: fmt.Sprintf("Invalid 'messages[%d].tool_calls[%d].function.name': empty string. "+
+						"Expected a string with minimum length 1, but got an empty string instead.", i, k)}
+				}
+			}
+		}
+		return textReply(answer)
+	}
+}
+
+// A call without a name (StepFun's and Xiaomi MiMo's APIs send some, and
+// proxies that lose one while merging a stream) goes into history under a
+// placeholder name, and its result says it named no tool; the call beside
+// it runs. Before: the name went back empty, and OpenAI's API (Azure's,
+// and Anthropic's behind proxies, likewise) refused the next request
+// ("Invalid 'messages[1].tool_calls[0].function.name': empty string"),
+// failing the job one round after the call; the result said
+// 'unknown tool ""'.
+func TestNamelessCallsGoBackNamed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, call string }{
+		{"empty name", `{"id":"c1","type":"function","function":{"name":"","arguments":"{}"}}`},
+		{"blank name", `{"id":"c1","type":"function","function":{"name":" \n","arguments":"{}"}}`},
+		{"no name", `{"id":"c1","type":"function","function":{"arguments":"{\"city\":\"Lima\"}"}}`},
+		{"no function", `{"id":"c1","type":"function","function":null}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var ts testServer
+			tools := newToolSet(t, &ts, false)
+			s := llmtest.NewServer(t, rawReply(rawCalls(tc.call, rawCall("c2", "get_weather", limaArgs)), "tool_calls"))
+			s.Handle(strictNames("Lima is sunny."))
+			var ev events
+			res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{Task: "Weather in Lima?", Mode: agentloop.ModeFull, Tools: tools, Sink: &ev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Answer != "Lima is sunny." || ts.calls.Load() != 1 {
+				t.Errorf("answer %q, %d server calls; want the answer and get_weather run", res.Answer, ts.calls.Load())
+			}
+			results := toolMessages(res.Messages)
+			if len(results) != 2 || results[0].ToolCallID != "c1" || !strings.HasPrefix(results[0].Content, "Error: the call names no tool") ||
+				!strings.Contains(results[0].Content, "get_weather") || results[1].Content != "weather in Lima: 21c, sunny" {
+				t.Errorf("results %s", mustJSON(t, results))
+			}
+			var kept []llm.ToolCall
+			for _, m := range res.Messages {
+				kept = append(kept, m.ToolCalls...)
+			}
+			if len(kept) != 2 || kept[0].Function.Name != agentloop.UnnamedCall || kept[1].Function.Name != "get_weather" {
+				t.Errorf("transcript calls %s", mustJSON(t, kept))
+			}
+			// The event keeps what the model sent.
+			if calls := ev.of(agentloop.EventToolCall); len(calls) != 2 || strings.TrimSpace(calls[0].Data["name"].(string)) != "" {
+				t.Errorf("tool.call events %s", mustJSON(t, calls))
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -169,6 +170,29 @@ func (r *registry) unknownToolError(name string, direct bool) error {
 	}
 	return fmt.Errorf("unknown tool %q; closest names: %s", name, strings.Join(closest, ", "))
 }
+
+// namelessCallError is the result of a call that names no tool (an empty
+// or blank function name): the tools the model can call directly, in name
+// order, at most maxNamelessList of them.
+func (r *registry) namelessCallError() error {
+	space := r.byName
+	if len(r.meta) > 0 {
+		space = r.meta // search and code mode: the tools array's own
+	}
+	names := slices.Sorted(maps.Keys(space))
+	if len(names) == 0 {
+		return errors.New("the call names no tool (its function name is empty), and no tools are available: answer in plain text")
+	}
+	more := ""
+	if len(names) > maxNamelessList {
+		more = fmt.Sprintf(" and %d more", len(names)-maxNamelessList)
+		names = names[:maxNamelessList]
+	}
+	return fmt.Errorf("the call names no tool (its function name is empty); call a tool by its name: %s%s", strings.Join(names, ", "), more)
+}
+
+// maxNamelessList bounds the names namelessCallError lists.
+const maxNamelessList = 20
 
 // explainsMissing reports whether unknownToolError says of name more than
 // its closest names: its server added it after the job started, or some
