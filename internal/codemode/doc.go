@@ -30,7 +30,9 @@
 //
 // The code is the body of an async arrow function, so top-level await
 // works; its return value, or the value of its last expression statement,
-// is the final value. tools.x(args) is an async function (x the tool's
+// is the final value. goja has no async iteration (for await, async
+// function*, Symbol.asyncIterator): a syntax error says so and what to
+// write instead (await in a plain loop, Promise.all). tools.x(args) is an async function (x the tool's
 // identifier; tools["name"] under its name reaches it too; a tool named
 // then, toJSON, toString, valueOf or toLocaleString, names JavaScript
 // reads on any object by itself, is tools.then_ and so on, never

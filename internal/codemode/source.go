@@ -109,7 +109,7 @@ func prepare(code string) (*goja.Program, error) {
 		break
 	}
 	if len(ins) == 0 && len(ret) == 0 {
-		return goja.CompileAST(prg, false)
+		return compile(prg)
 	}
 	for _, withReturn := range []bool{true, false} {
 		all := append([]insertion(nil), ins...)
@@ -124,10 +124,10 @@ func prepare(code string) (*goja.Program, error) {
 		if err != nil {
 			continue
 		}
-		return goja.CompileAST(p2, false)
+		return compile(p2)
 	}
 	if len(ins) == 0 {
-		return goja.CompileAST(prg, false)
+		return compile(prg)
 	}
 	return nil, errors.New("internal error in code mode: the code could not be prepared")
 }
@@ -166,6 +166,42 @@ func apply(src string, ins []insertion) string {
 
 var importRegex = regexp.MustCompile(`(^|[^\w$.])import\s*[({"'\w*]`)
 
+// forAwaitRegex finds a for await loop, which goja does not parse.
+var forAwaitRegex = regexp.MustCompile(`(^|[^\w$.])for\s*await\s*\(`)
+
+// Hints for what goja does not offer, added to its syntax errors.
+const (
+	forAwaitHint = " (for await is not available in code mode: the engine has no async iteration. The code already runs in an async " +
+		"function, so await works in a plain loop: for (const p of promises) { const x = await p; ... }, or " +
+		"for (const x of await Promise.all(promises)) { ... })"
+	asyncGenHint = " (async generators, async function*, are not available in code mode: return an array from an async function, " +
+		"or yield promises from a plain function* and await each)"
+)
+
+// compile compiles the checked program; a compile-time syntax error
+// (goja's "... at code.js:L:C", in the wrapped source's columns) says the
+// code's own line and column, and for what goja lacks, what to write.
+func compile(prg *ast.Program) (*goja.Program, error) {
+	p, err := goja.CompileAST(prg, false)
+	if err == nil {
+		return p, nil
+	}
+	var se *goja.CompilerSyntaxError
+	if !errors.As(err, &se) {
+		return nil, err
+	}
+	msg := "SyntaxError: " + se.Message
+	if se.File != nil {
+		pos := se.File.Position(se.Offset)
+		line, col := userPos(pos.Line, pos.Column)
+		msg = fmt.Sprintf("SyntaxError: Line %d:%d %s", line, col, se.Message)
+	}
+	if strings.Contains(se.Message, "Async generators") {
+		msg += asyncGenHint
+	}
+	return nil, errors.New(msg)
+}
+
 // parse parses the wrapped source, turning a syntax error into a message
 // about the code's own lines.
 func parse(src, code string) (*ast.Program, error) {
@@ -183,6 +219,9 @@ func parse(src, code string) (*ast.Program, error) {
 		msg = strings.TrimPrefix(msg, srcName+": ")
 	}
 	msg = "SyntaxError: " + msg
+	if forAwaitRegex.MatchString(code) && strings.Contains(msg, "Unexpected token await") {
+		msg += forAwaitHint
+	}
 	if importRegex.MatchString(code) {
 		msg += " (import is not available in code mode: there are no modules; the tools object is all there is)"
 	}
