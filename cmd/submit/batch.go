@@ -11,6 +11,8 @@ import (
 	"io"
 	"maps"
 	"os"
+	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -65,6 +67,8 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 		case b[0] == '"':
 			if err = json.Unmarshal(b, &j.Task); err != nil {
 				err = fmt.Errorf("task is not a JSON string: %w", err)
+			} else {
+				err = c.checkStringLine(b)
 			}
 		case b[0] == '{':
 			if _, err = c.decodeJob(b, false); err == nil {
@@ -105,6 +109,37 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 		}
 	}
 	return lines, nil
+}
+
+// taskPrefix makes a batch line that is a JSON string a job object.
+const taskPrefix = `{"task":`
+
+// atByte is a byte offset in a reason of the job validator.
+var atByte = regexp.MustCompile(`at byte ([0-9]+)`)
+
+// checkStringLine refuses a line that is a JSON string (a task) for what
+// the worker refuses in a job and encoding/json changes without a word:
+// bytes that are not UTF-8 and an escape of half a UTF-16 pair ("\ud800")
+// each became U+FFFD, so the task run was not the line's, while the same
+// task in a line that is an object was refused. A string with a \u escape
+// is checked as the job {"task": line}, with the worker's reasons; their
+// byte offsets are the line's. (Its size is checked later, against the
+// server's limit.)
+func (c *cli) checkStringLine(b []byte) error {
+	if err := notUTF8("the task", string(b)); err != nil {
+		return err
+	}
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return nil
+	}
+	_, err := c.decodeJob(append(append([]byte(taskPrefix), b...), '}'), false)
+	if err == nil {
+		return nil
+	}
+	return errors.New(atByte.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		n, _ := strconv.Atoi(atByte.FindStringSubmatch(m)[1])
+		return "at byte " + strconv.Itoa(max(0, n-len(taskPrefix)))
+	}))
 }
 
 // readLine reads one line (without its newline) of which it keeps at most

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/pflag"
@@ -217,7 +218,41 @@ func (f *jobFlags) check() error {
 			}
 		}
 	}
+	for _, fl := range []struct{ name, value string }{
+		{"id", f.id}, {"queue", f.queue}, {"model", f.model}, {"system", f.system}, {"mode", f.mode},
+		{"servers", f.servers}, {"allow", f.allow}, {"deny", f.deny}, {"timeout", f.timeout},
+	} {
+		if err := notUTF8("--"+fl.name, fl.value); err != nil {
+			return usageError{err}
+		}
+	}
+	for _, kv := range f.meta {
+		if err := notUTF8("--meta", kv); err != nil {
+			return usageError{err}
+		}
+	}
 	return nil
+}
+
+// notUTF8 says where s (what names it) stops being UTF-8, or is nil. Go's
+// JSON encoding turns each byte that is not UTF-8 into U+FFFD, so such
+// text (a Latin-1 file, a binary piped in) reached the worker changed
+// ("café" in Latin-1 ran as "caf\ufffd"), while the worker refuses a job
+// published with such bytes.
+func notUTF8(what, s string) error {
+	if utf8.ValidString(s) {
+		return nil
+	}
+	n := 0
+	for n < len(s) {
+		r, size := utf8.DecodeRuneInString(s[n:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		n += size
+	}
+	return fmt.Errorf("%s is not valid UTF-8 (at byte %d): the worker would get each such byte as U+FFFD; "+
+		"convert the text to UTF-8 (iconv -f LATIN1 -t UTF-8, for a Latin-1 file)", what, n)
 }
 
 // timeoutSyntax is the job schema's pattern of a timeout.
@@ -284,6 +319,9 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 			return 0, err
 		}
 		task = strings.TrimSpace(string(b))
+	}
+	if err := notUTF8("the task", task); err != nil {
+		return 0, err
 	}
 	base := &jobs.Job{}
 	if jobData != nil {
