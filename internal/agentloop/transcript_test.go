@@ -131,6 +131,9 @@ func TestTranscriptsAreChatHistories(t *testing.T) {
 		maxRounds int
 		client    bool // the job declares ask_user and echo
 		retries   int  // Config.SchemaRetries (0: -1, none)
+		// failing: the job fails (its transcripts, stored with the
+		// error, need not end with an answer; it is not continued).
+		failing bool
 	}{
 		{name: "parallel direct calls, an unknown tool, bad arguments", mode: agentloop.ModeFull, replies: []llmtest.Reply{
 			toolReply(call("get_weather", `{"city":"Lima"}`), call("get_weather", `{"city":42}`), call("no_such_tool", `{}`),
@@ -202,6 +205,14 @@ return [a, b, who].join(" ")`),
 			toolReply(codeCall(`throw new Error("boom")`)),
 			textReply("done"),
 		}},
+		{name: "context length exceeded after a round", mode: agentloop.ModeSearch, failing: true, replies: []llmtest.Reply{
+			toolReply(call("call_tool", `{"name":"echo","arguments":{"text":"1"}}`), call("get_weather", `{"city":"Lima"}`)),
+			{Status: 400, Content: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."},
+		}},
+		{name: "the final answer refused", mode: agentloop.ModeCode, maxRounds: 1, failing: true, replies: []llmtest.Reply{
+			toolReply(codeCall(`return await tools.echo({text: "x"})`)),
+			rawReply(`{"role":"assistant","content":null}`, "content_filter"),
+		}},
 		{name: "a model that never stops calling", mode: agentloop.ModeSearch, maxRounds: 2, replies: []llmtest.Reply{
 			toolReply(call("call_tool", `{"name":"echo","arguments":{"text":"1"}}`)),
 			toolReply(call("call_tool", `{"name":"echo","arguments":{"text":"2"}}`)),
@@ -231,8 +242,18 @@ return [a, b, who].join(" ")`),
 					}
 				}
 				res, err := newLoop(t, s, agentloop.Config{SchemaRetries: retries}).Run(t.Context(), in)
-				if err != nil {
-					t.Fatalf("run: %v", err)
+				if (err != nil) != tc.failing {
+					t.Fatalf("run: %v (want it to fail: %v)", err, tc.failing)
+				}
+				for _, r := range s.Requests() {
+					// Offered once each: a client tool a server tool shadows is not sent.
+					var names []string
+					for _, tl := range r.Tools {
+						if slices.Contains(names, tl.Name) {
+							t.Errorf("request %d offers %s twice", r.N, tl.Name)
+						}
+						names = append(names, tl.Name)
+					}
 				}
 				// Every request the model got was a chat history too.
 				for _, r := range s.Requests() {
@@ -244,7 +265,7 @@ return [a, b, who].join(" ")`),
 					name string
 					msgs []llm.Message
 				}{{"raw", res.Messages}, {"reflected", reflect.Rewrite(res.Messages, res.Records)}} {
-					if bad := checkChatHistory(tr.msgs, true); len(bad) > 0 {
+					if bad := checkChatHistory(tr.msgs, !tc.failing); len(bad) > 0 {
 						t.Errorf("%s transcript: %s\n%s", tr.name, strings.Join(bad, "\n"), mustJSON(t, tr.msgs))
 					}
 				}
@@ -254,6 +275,9 @@ return [a, b, who].join(" ")`),
 				return res
 			}
 			res := run(t, nil)
+			if tc.failing {
+				return
+			}
 			t.Run("continued", func(t *testing.T) {
 				run(t, reflect.Rewrite(res.Messages, res.Records))
 			})
