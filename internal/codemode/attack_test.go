@@ -171,6 +171,19 @@ func attacks() []attack {
 		{name: "Date argument", code: `await tools.echo(new Date(0))`, wantErr: "serialised to a string"},
 		{name: "toJSON on Object.prototype", code: `Object.prototype.toJSON = () => [1]; await tools.echo({a: 1})`, wantErr: "serialised to an array"},
 		{name: "toJSON to a number", code: `await tools.echo({toJSON: () => 7})`, wantErr: "serialised to 7"},
+		// What JSON cannot carry was sent changed without a word: NaN and
+		// Infinity as null, a Set or Map as {}, a function left out.
+		{name: "Infinity", code: `await tools.echo({n: 1 / 0})`, wantErr: `TypeError: tools.echo: the argument's field "n" is Infinity, which JSON cannot carry (it would be sent as null): pass a finite number, or null`},
+		{name: "NaN in an array", code: `await tools.echo({a: [1, NaN]})`, wantErr: `the argument's element 1 is NaN, which JSON cannot carry`},
+		{name: "-Infinity from toJSON", code: `await tools.echo({o: {toJSON: () => -Infinity}})`, wantErr: `field "o" is -Infinity`},
+		{name: "Set field", code: `await tools.echo({ids: new Set([1, 2])})`, wantErr: `field "ids" is a Set, which JSON cannot carry (it would be sent as {}): pass an array ([...set])`},
+		{name: "Map field", code: `await tools.echo({m: new Map([["a", 1]])})`, wantErr: `field "m" is a Map`},
+		{name: "function field", code: `await tools.echo({cb() {}})`, wantErr: `field "cb" is a function, which JSON cannot carry (it would be left out)`},
+		{name: "symbol field", code: `await tools.echo({s: Symbol("x")})`, wantErr: `field "s" is a symbol`},
+		{name: "Map argument", code: `await tools.echo(new Map([["a", 1]]))`, wantErr: `tools.echo takes an object of named parameters, not a Map: pass Object.fromEntries(map)`},
+		{name: "Set argument", code: `await tools.echo(new Set([1]))`, wantErr: `not a Set`},
+		{name: "what JSON carries still goes", code: `(await tools.echo({d: new Date(0), u: undefined, n: null, big: 1e308, list: [null, -0]})).args`,
+			want: `{"big":1e+308,"d":"1970-01-01T00:00:00.000Z","list":[null,0],"n":null}`, wantCalls: 1},
 
 		// Tampering with tools and the built-ins the prelude relies on.
 		{name: "redefining a tool", code: `tools.echo = () => "mine"; delete tools.echo; typeof tools.echo`, want: "function"},

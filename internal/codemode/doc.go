@@ -38,7 +38,10 @@
 // reads on any object by itself, is tools.then_ and so on, never
 // tools.then, so tools is no thenable and converts to no call): it serialises
 // args (an object; one that a toJSON method turns into anything else is
-// refused with a TypeError) to JSON and calls Host.Call synchronously before
+// refused with a TypeError, as is a value JSON cannot carry: NaN and
+// ±Infinity, sent as null, a Map or Set, sent as {}, a function or symbol,
+// left out; undefined is left out, an optional parameter not given) to
+// JSON and calls Host.Call synchronously before
 // returning its promise, so the calls of one execution run one at a time
 // in the order the code makes them, Promise.all included. Parallel calls
 // would save time; a fixed order is what lets a replay match calls by

@@ -714,12 +714,41 @@
     defineProperty(e, "tool", { value: name, writable: true, configurable: true });
     return e;
   }
+  // What JSON cannot carry is refused rather than sent changed: NaN and
+  // ±Infinity became null, a Map or Set {}, and a function or symbol was
+  // left out. (undefined is left out: an optional parameter not given.)
+  function cannotCarry(v) {
+    switch (typeof v) {
+      case "number":
+        return v !== v || v === Infinity || v === -Infinity ? [S(v), "sent as null", "a finite number, or null"] : undefined;
+      case "function": return ["a function", "left out", "a value"];
+      case "symbol": return ["a symbol", "left out", "a string"];
+      case "object":
+        if (v instanceof MapC) return ["a Map", "sent as {}", "an object (Object.fromEntries(map)) or an array ([...map])"];
+        if (v instanceof SetC) return ["a Set", "sent as {}", "an array ([...set])"];
+    }
+    return undefined;
+  }
+  function argCheck(id) {
+    return function (key, v) {
+      const bad = cannotCarry(v);
+      if (bad !== undefined) {
+        const what = isArray(this) ? "element " + key : "field " + jsonStringify(`${key}`);
+        throw new TypeErrorC("tools." + id + ": the argument's " + what + " is " + bad[0] + ", which JSON cannot carry (it would be " +
+          bad[1] + "): pass " + bad[2]);
+      }
+      return v;
+    };
+  }
   function invoke(name, id, args) {
     if (args === undefined) args = {};
     else if (typeof args !== "object" || args === null || isArray(args)) {
       throw new TypeErrorC("tools." + id + " takes one argument, an object of named parameters, not " + describe(args));
     }
-    const json = stringify(args);
+    if (args instanceof MapC || args instanceof SetC) {
+      throw new TypeErrorC("tools." + id + " takes an object of named parameters, not a " + (args instanceof MapC ? "Map: pass Object.fromEntries(map)" : "Set"));
+    }
+    const json = stringify(args, argCheck(id));
     // A toJSON method (the code's, one on Object.prototype, Date's) can
     // turn the object into a string, number or array; the Host is
     // promised a JSON object.
