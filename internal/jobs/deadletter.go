@@ -76,10 +76,23 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
-	if cur != nil && cur.Status == StatusRunning && w.askAlive(ctx, id) != nil {
+	if cur != nil && cur.StreamSeq != 0 && cur.StreamSeq != adv.StreamSeq {
+		// The id's state is another message's (a copy published with the
+		// id of a job queued, running or ended): this copy is dead-lettered
+		// and the other's state left alone. It was deleted without a word
+		// when the other had ended, and held for as long as it ran.
+		reason := cutReason(oneLine(fmt.Sprintf("max deliveries exhausted: delivered %d times without being "+
+			"acknowledged (consumer %s); another message with the same job id (stream sequence %d, %s) holds the id: "+
+			"this copy was not run", adv.Deliveries, adv.Consumer, cur.StreamSeq, cur.Status)))
+		if err := w.deadLetter(ctx, queue, id, adv.StreamSeq, raw.Data, raw.Header, reason); err != nil {
+			return err
+		}
+		w.log.Warn("job copy dead-lettered", "job", id, "queue", queue, "reason", reason)
+		w.cfg.Metrics.rejected(queue, errDuplicate)
+	} else if cur != nil && cur.Status == StatusRunning && w.askAlive(ctx, id) != nil {
 		return fmt.Errorf("%w: job %s", errHeldAlive, id)
 	}
-	if cur == nil || !cur.Status.Terminal() {
+	if cur == nil || (!cur.Status.Terminal() && (cur.StreamSeq == 0 || cur.StreamSeq == adv.StreamSeq)) {
 		reason := fmt.Sprintf("max deliveries exhausted: delivered %d times without being acknowledged (consumer %s)",
 			adv.Deliveries, adv.Consumer)
 		if cur != nil && cur.Error != "" {

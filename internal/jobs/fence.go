@@ -54,6 +54,7 @@ type runningAttempt struct {
 	cancel  context.CancelCauseFunc
 	fenced  *atomic.Bool
 	claimed atomic.Bool // the job's state names this attempt
+	seq     uint64      // the stream sequence of the attempt's message
 }
 
 // fence cancels the attempt for good.

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -182,9 +183,11 @@ func TestCopyLeavesAnotherJobAlone(t *testing.T) {
 			"another message with the same job id is queued (queue idle, submitted with Nats-Msg-Id victim): this copy is not run"},
 		{"valid, queued on the same queue", DefaultQueue, "echo:real", StatusQueued, valid,
 			"another message with the same job id is queued (queue default, submitted with Nats-Msg-Id victim): this copy is not run"},
-		// Handed back while the real attempt answers its liveness checks,
-		// then refused once the job has ended.
-		{"valid, running", DefaultQueue, "gate:real", StatusRunning, valid, "job id reused: job id victim already ended (succeeded, stream sequence 1)"},
+		// Refused at once by the worker running the job (it was handed
+		// back every ack wait while the job ran; a job running longer
+		// than its deliveries lasted lost the copy without a dead letter).
+		{"valid, running", DefaultQueue, "gate:real", StatusRunning, valid,
+			"another message with the same job id is running (stream sequence 1): this copy is not run"},
 		{"valid, ended", DefaultQueue, "echo:real", StatusSucceeded, valid, "job id reused: job id victim already ended (succeeded, stream sequence 1)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,10 +224,6 @@ func TestCopyLeavesAnotherJobAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			heldBack := tt.copy == valid && tt.before == StatusRunning
-			if heldBack {
-				r.release("real")
-			}
 			dl := deadLetterOf(ctx, t, js, c.names.DLQStream(), ack.Sequence)
 			if got := dl.Headers().Get("Jetagent-Reason"); !strings.HasPrefix(got, tt.reason) {
 				t.Errorf("dead letter reason %q, want %q", got, tt.reason)
@@ -233,11 +232,10 @@ func TestCopyLeavesAnotherJobAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Status != tt.before && !heldBack {
+			if st.Status != tt.before {
 				t.Fatalf("the copy changed the real job's state to %s (%q)", st.Status, st.Error)
 			}
 			switch {
-			case heldBack:
 			case sameQueue: // the Client's publish
 				if _, err := js.Publish(ctx, c.names.JobsSubject(tt.queue), mustJSON(real), jetstream.WithMsgID(id)); err != nil {
 					t.Fatal(err)
@@ -254,6 +252,70 @@ func TestCopyLeavesAnotherJobAlone(t *testing.T) {
 			}
 			for _, ev := range streamMsgs(t, nc, c.names.EventsStream(), c.names.EventSubject(id, EventDead)) {
 				t.Errorf("a dead event joined the real job's events: %s", ev.Data)
+			}
+		})
+	}
+}
+
+// TestCopyOutOfDeliveriesIsDeadLettered: a copy with the id of another
+// job whose deliveries run out is dead-lettered with the reason and the
+// other's state is left alone. Once the other job had ended, the copy was
+// deleted with no dead letter; while it was running, held until it ended.
+func TestCopyOutOfDeliveriesIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		task   string // the real job's
+		before Status // the real job's status when the copy's deliveries run out
+	}{
+		{"other ended", "echo:real", StatusSucceeded},
+		{"other running", "gate:real", StatusRunning},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t)
+			nc := natstest.Connect(t, s)
+			r := newTestRunner()
+			startWorker(t, nc, Config{Runner: r})
+			c := newClient(t, nc)
+			ctx := natstest.Context(t)
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const id = "victim"
+			if _, err := c.Submit(ctx, &Job{ID: id, Task: tt.task}); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, c, id, tt.before)
+			// The copy waits on a queue no worker serves; its advisory is
+			// the server's when its deliveries ran out on another queue's
+			// consumer (the worker reads only the message's sequence).
+			ack, err := js.Publish(ctx, c.names.JobsSubject("idle"), []byte(`{"id":"victim","task":"echo:evil"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			adv, err := json.Marshal(maxDeliveriesAdvisory{Stream: c.names.JobsStream(), Consumer: c.names.Consumer("idle"), StreamSeq: ack.Sequence, Deliveries: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			subj := strings.TrimSuffix(c.names.AdvisorySubject(), "*") + c.names.Consumer("idle")
+			if _, err := js.Publish(ctx, subj, adv); err != nil {
+				t.Fatal(err)
+			}
+			dl := deadLetterOf(ctx, t, js, c.names.DLQStream(), ack.Sequence)
+			want := fmt.Sprintf("another message with the same job id (stream sequence 1, %s) holds the id: this copy was not run", tt.before)
+			if got := dl.Headers().Get("Jetagent-Reason"); !strings.Contains(got, want) {
+				t.Errorf("dead letter reason %q, want it to say %q", got, want)
+			}
+			if st, err := c.Status(ctx, id); err != nil || st.Status != tt.before {
+				t.Fatalf("real job's state after the copy: %+v, %v, want %s", st, err, tt.before)
+			}
+			if tt.before == StatusRunning {
+				r.release("real")
+				if st := waitStatus(t, c, id); st.Status != StatusSucceeded || st.Result == nil || st.Result.Answer != "real" {
+					t.Errorf("real job ended %s (%q), want succeeded with its own answer", st.Status, st.Error)
+				}
 			}
 		})
 	}

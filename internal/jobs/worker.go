@@ -870,15 +870,23 @@ func (w *Worker) run(d delivery) {
 	defer cancelJob(nil)
 	// Register before claiming: a cancel request that races the claim
 	// either finds the job here or changed the state the claim reads.
-	me := &runningAttempt{cancel: cancelJob, fenced: d.env.fenced}
+	me := &runningAttempt{cancel: cancelJob, fenced: d.env.fenced, seq: d.seq}
 	me.attempt.Store(int64(d.attempt))
 	w.mu.Lock()
-	_, here := w.running[d.id]
+	other, here := w.running[d.id]
 	if !here {
 		w.running[d.id] = me
 	}
 	w.mu.Unlock()
-	if here {
+	switch {
+	case here && other.seq != d.seq:
+		// Another message with the id, on the worker running the job: the
+		// claim refuses it so on any other worker. Handed back here, it
+		// came back every ack wait until the job ended (or its deliveries
+		// ran out under a long one).
+		w.refuseCopy(d, fmt.Errorf("%w (stream sequence %d): this copy is not run", errDuplicate, other.seq))
+		return
+	case here:
 		// Redelivered to the worker already running it: that attempt holds it.
 		d.log.Info("job already running here; handing the delivery back")
 		_ = d.msg.NakWithDelay(w.ackWait())
