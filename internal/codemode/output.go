@@ -38,10 +38,34 @@ func (o *outBuf) add(level int, text string) {
 	o.dropped++
 }
 
+// shortMark ends an output cut at a limit too small for the markers that
+// say what was cut.
+const shortMark = "[output truncated]"
+
 // assemble is Output.Text: the console lines, then the final value. When
 // both do not fit in max bytes, the value keeps up to half of them (more
 // when the console output is shorter), and each cut part ends in a marker.
+// At a limit too small for those markers (they are up to about 160
+// bytes), the start of it all and one short marker, or the marker's start
+// alone: the result is never over max bytes.
 func (o *outBuf) assemble(value string, hasValue bool) string {
+	s := o.marked(value, hasValue)
+	if len(s) <= o.max {
+		return s
+	}
+	all := string(o.buf)
+	if hasValue {
+		all += value
+	}
+	keep := o.max - len(shortMark) - 1
+	if keep <= 0 {
+		return shortMark[:min(len(shortMark), max(o.max, 0))]
+	}
+	return all[:runeCut(all, keep)] + "\n" + shortMark
+}
+
+// marked is assemble with the markers that say what was cut.
+func (o *outBuf) marked(value string, hasValue bool) string {
 	logs := string(o.buf)
 	if n := len(logs); n > 0 && logs[n-1] == '\n' {
 		logs = logs[:n-1]
