@@ -2,6 +2,9 @@ package agentloop_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +51,96 @@ func TestHistorySystemPrompt(t *testing.T) {
 			}
 			if strings.Join(got, " ") != tt.want {
 				t.Errorf("model received %q, want %q", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
+
+// openAIHistory answers as OpenAI's API does to a history that is no chat
+// history: a tool message that follows no call of its id, or a turn of
+// calls not followed by a result for each, is refused with 400.
+func openAIHistory(answer string) func(llmtest.RecordedRequest) llmtest.Reply {
+	return func(r llmtest.RecordedRequest) llmtest.Reply {
+		var open []string
+		for i, m := range r.Messages {
+			if m.Role == llm.RoleTool {
+				k := slices.Index(open, m.ToolCallID)
+				if k < 0 {
+					return llmtest.Reply{Status: 400, Content: fmt.Sprintf("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[%d])", i)}
+				}
+				open = slices.Delete(open, k, k+1)
+				continue
+			}
+			if len(open) > 0 {
+				return llmtest.Reply{Status: 400, Content: "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(open, ", ")}
+			}
+			for _, c := range m.ToolCalls {
+				open = append(open, c.ID)
+			}
+		}
+		return textReply(answer)
+	}
+}
+
+// A history (hand-written, or cut from a transcript) that is no chat
+// history is refused before the model is asked, saying which message is
+// wrong. Before: it was sent, and the provider's 400 failed the job
+// ("messages with role 'tool' must be a response to a preceeding message
+// with 'tool_calls'"), naming a message by its place in the request (the
+// system prompt counted), not in the job's history.
+func TestMalformedHistoryRefused(t *testing.T) {
+	t.Parallel()
+	user := llm.Message{Role: llm.RoleUser, Content: "weather?"}
+	calls := func(ids ...string) llm.Message {
+		m := llm.Message{Role: llm.RoleAssistant}
+		for _, id := range ids {
+			m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Lima"}`}})
+		}
+		return m
+	}
+	result := func(id string) llm.Message { return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: "sunny"} }
+	answer := llm.Message{Role: llm.RoleAssistant, Content: "Sunny."}
+	for _, tc := range []struct {
+		name    string
+		history []llm.Message
+		want    string // "" for a history that is fine
+	}{
+		{"a transcript", []llm.Message{user, calls("a", "b"), result("b"), result("a"), answer}, ""},
+		{"a result of no call", []llm.Message{user, result("a"), answer},
+			`history[1]: a tool result for call "a", which no assistant message just before it made`},
+		{"a call never answered", []llm.Message{user, calls("a", "b"), result("a")},
+			`history[1]: call "b" (get_weather) has no tool result after it`},
+		{"a call answered after a user message", []llm.Message{user, calls("a"), user, result("a"), answer},
+			`history[1]: call "a" (get_weather) has no tool result after it`},
+		{"a result given twice", []llm.Message{user, calls("a"), result("a"), result("a"), answer},
+			`history[3]: a tool result for call "a", which no assistant message just before it made (or it was answered already)`},
+		{"one id in two turns", []llm.Message{user, calls("a"), result("a"), calls("a"), result("a"), answer}, ""},
+		{"a call without an id", []llm.Message{user, calls(""), answer},
+			`history[1]: call 0 (get_weather) has no id`},
+		{"a result without an id", []llm.Message{user, calls("a"), result(""), answer},
+			`history[2]: a tool result without a tool_call_id`},
+		{"a call without a name", []llm.Message{user, {Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "a", Type: "function", Function: llm.FunctionCall{Arguments: "{}"}}}}, result("a"), answer},
+			`history[1]: call "a" names no tool`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.NewServer(t)
+			s.Handle(openAIHistory("done"))
+			_, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{Task: "and now?", System: "Be brief.", History: tc.history})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, agentloop.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want ErrConfig with %q", err, tc.want)
+			}
+			if n := len(s.Requests()); n != 0 {
+				t.Errorf("%d requests sent", n)
+			}
+			if err2 := agentloop.CheckHistory(tc.history); err2 == nil || !strings.Contains(err2.Error(), tc.want) {
+				t.Errorf("CheckHistory = %v, want %q", err2, tc.want)
 			}
 		})
 	}

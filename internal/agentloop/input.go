@@ -23,7 +23,8 @@ type Input struct {
 	// History is earlier messages (a continuation); it goes between the
 	// system prompt and the task. A stored transcript starts with the
 	// earlier job's system prompt: when System is set, those leading system
-	// messages are left out, so the model gets one system prompt.
+	// messages are left out, so the model gets one system prompt. It must
+	// be a chat history (CheckHistory): Run refuses one that is not.
 	History []llm.Message
 	// Tools is the job's view of the registry (nil: no MCP tools).
 	Tools       ToolSet

@@ -147,6 +147,11 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if in.Resume != nil && len(in.Resume.Messages) == 0 {
 		return nil, fmt.Errorf("%w: resume state has no messages", ErrConfig)
 	}
+	if in.Resume == nil {
+		if err := CheckHistory(in.History); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	if in.MaxRounds < 0 {
 		return nil, fmt.Errorf("%w: max_rounds %d is negative", ErrConfig, in.MaxRounds)
 	}
