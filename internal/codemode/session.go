@@ -69,6 +69,9 @@ type session struct {
 	nowSeq  int
 	randSeq int
 
+	// src maps the compiled source's positions to the code's (vm goroutine only).
+	src *srcMap
+
 	// Promises rejected with no handler yet, in order (vm goroutine only).
 	unhandled []*goja.Promise
 }
@@ -213,10 +216,11 @@ func (s *session) exec(code string) (res execResult) {
 			res = execResult{err: fmt.Errorf("internal error in code mode: %v", p)}
 		}
 	}()
-	prg, err := prepare(code)
+	prg, m, err := prepare(code)
 	if err != nil {
 		return execResult{err: err}
 	}
+	s.src = m
 	if err := s.setup(); err != nil {
 		return execResult{err: s.scriptErr(err)}
 	}
@@ -547,7 +551,7 @@ func (s *session) uncaught(v goja.Value) error {
 	o := d.ToObject(s.vm)
 	text := o.Get("0").String()
 	stack := o.Get("1").String()
-	return errors.New("Uncaught " + s.cutMessage(text) + location(stack))
+	return errors.New("Uncaught " + s.cutMessage(text) + s.location(stack))
 }
 
 // cutMessage bounds a thrown value's text by MaxOutput, as Output.Text is:
@@ -578,7 +582,7 @@ func (s *session) reportUnhandled(main *goja.Promise) {
 		}
 		o := d.ToObject(s.vm)
 		s.mu.Lock()
-		s.out.add(2, "unhandled rejection: "+s.cutMessage(o.Get("0").String())+location(o.Get("1").String()))
+		s.out.add(2, "unhandled rejection: "+s.cutMessage(o.Get("0").String())+s.location(o.Get("1").String()))
 		s.mu.Unlock()
 	}
 	s.unhandled = nil
@@ -587,14 +591,14 @@ func (s *session) reportUnhandled(main *goja.Promise) {
 var codeLoc = regexp.MustCompile(`code\.js:(\d+):(\d+)`)
 
 // location is " (at line L:C)" for the first frame of the code in a stack.
-func location(stack string) string {
+func (s *session) location(stack string) string {
 	m := codeLoc.FindStringSubmatch(stack)
 	if m == nil {
 		return ""
 	}
 	line, _ := strconv.Atoi(m[1])
 	col, _ := strconv.Atoi(m[2])
-	line, col = userPos(line, col)
+	line, col = s.src.userPos(line, col)
 	return fmt.Sprintf(" (at line %d:%d)", line, col)
 }
 

@@ -41,15 +41,15 @@ type insertion struct {
 // expression statement becomes a return (so its value is the final value),
 // and the operand of every object spread and for-in goes through the guard
 // that refuses to turn a huge string into one property per character.
-func prepare(code string) (*goja.Program, error) {
+func prepare(code string) (*goja.Program, *srcMap, error) {
 	src := prefix + code + suffix
 	prg, err := parse(src, code)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	body, err := wrapperBody(prg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ins []insertion
 	var bad error
@@ -81,7 +81,7 @@ func prepare(code string) (*goja.Program, error) {
 		}
 	})
 	if bad != nil {
-		return nil, bad
+		return nil, nil, bad
 	}
 	// The last statement's value is the result, when it is an expression.
 	var ret []insertion
@@ -109,7 +109,8 @@ func prepare(code string) (*goja.Program, error) {
 		break
 	}
 	if len(ins) == 0 && len(ret) == 0 {
-		return compile(prg)
+		p, err := compile(prg, nil)
+		return p, nil, err
 	}
 	for _, withReturn := range []bool{true, false} {
 		all := append([]insertion(nil), ins...)
@@ -119,17 +120,73 @@ func prepare(code string) (*goja.Program, error) {
 			}
 			all = append(all, ret...)
 		}
-		out := apply(src, all)
+		out, applied := apply(src, all)
 		p2, err := parser.ParseFile(nil, srcName, out, 0, parser.WithDisableSourceMaps)
 		if err != nil {
 			continue
 		}
-		return compile(p2)
+		m := &srcMap{src: src, out: out, ins: applied}
+		p, err := compile(p2, m)
+		return p, m, err
 	}
 	if len(ins) == 0 {
-		return compile(prg)
+		p, err := compile(prg, nil)
+		return p, nil, err
 	}
-	return nil, errors.New("internal error in code mode: the code could not be prepared")
+	return nil, nil, errors.New("internal error in code mode: the code could not be prepared")
+}
+
+// srcMap maps a position in the compiled source, the wrapped code with
+// the rewrites' insertions (none has a newline), to the code's own: an
+// error after "return (" was at a column 8 too far.
+type srcMap struct {
+	src, out string      // the wrapped code, and with the insertions
+	ins      []insertion // as applied, in order
+}
+
+// userPos is the code's own line and column of a position in the compiled
+// source (m may be nil: no insertions).
+func (m *srcMap) userPos(line, col int) (int, int) {
+	if m != nil && len(m.ins) > 0 {
+		start, ok1 := lineStart(m.out, line)
+		orig, ok2 := lineStart(m.src, line)
+		if ok1 && ok2 {
+			if o := m.original(start + col - 1); o >= orig {
+				col = o - orig + 1
+			}
+		}
+	}
+	return userPos(line, col)
+}
+
+// original is the offset in the wrapped code of offset off of the
+// compiled source; one inside an inserted text is where it was inserted.
+func (m *srcMap) original(off int) int {
+	shift := 0
+	for _, in := range m.ins {
+		pos := in.off + shift
+		if off < pos {
+			break
+		}
+		if off < pos+len(in.text) {
+			return in.off
+		}
+		shift += len(in.text)
+	}
+	return off - shift
+}
+
+// lineStart is the offset where line (from 1) of s starts.
+func lineStart(s string, line int) (int, bool) {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(s[off:], '\n')
+		if i < 0 {
+			return 0, false
+		}
+		off += i + 1
+	}
+	return off, true
 }
 
 func guard(e ast.Expression) []insertion {
@@ -142,8 +199,8 @@ func guard(e ast.Expression) []insertion {
 	}
 }
 
-// apply inserts the texts into src.
-func apply(src string, ins []insertion) string {
+// apply inserts the texts into src; applied are those inserted, in order.
+func apply(src string, ins []insertion) (out string, applied []insertion) {
 	sort.SliceStable(ins, func(a, b int) bool {
 		if ins[a].off != ins[b].off {
 			return ins[a].off < ins[b].off
@@ -159,9 +216,10 @@ func apply(src string, ins []insertion) string {
 		b.WriteString(src[last:in.off])
 		b.WriteString(in.text)
 		last = in.off
+		applied = append(applied, in)
 	}
 	b.WriteString(src[last:])
-	return b.String()
+	return b.String(), applied
 }
 
 var importRegex = regexp.MustCompile(`(^|[^\w$.])import\s*[({"'\w*]`)
@@ -181,7 +239,7 @@ const (
 // compile compiles the checked program; a compile-time syntax error
 // (goja's "... at code.js:L:C", in the wrapped source's columns) says the
 // code's own line and column, and for what goja lacks, what to write.
-func compile(prg *ast.Program) (*goja.Program, error) {
+func compile(prg *ast.Program, m *srcMap) (*goja.Program, error) {
 	p, err := goja.CompileAST(prg, false)
 	if err == nil {
 		return p, nil
@@ -193,7 +251,7 @@ func compile(prg *ast.Program) (*goja.Program, error) {
 	msg := "SyntaxError: " + se.Message
 	if se.File != nil {
 		pos := se.File.Position(se.Offset)
-		line, col := userPos(pos.Line, pos.Column)
+		line, col := m.userPos(pos.Line, pos.Column)
 		msg = fmt.Sprintf("SyntaxError: Line %d:%d %s", line, col, se.Message)
 	}
 	if strings.Contains(se.Message, "Async generators") {
