@@ -320,3 +320,62 @@ func TestCopyOutOfDeliveriesIsDeadLettered(t *testing.T) {
 		})
 	}
 }
+
+// TestPublisherCannotForgeDeadLetterHeaders: a publisher's headers named
+// like the ones the worker sets on a dead letter, in any case, are kept
+// under Jetagent-Original-*: a forged Jetagent-Body-Ref pointed a reader
+// at another job's object, and "jetagent-reason" stood beside the real
+// reason.
+func TestPublisherCannotForgeDeadLetterHeaders(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	startWorker(t, nc, Config{Runner: newTestRunner()})
+	c := newClient(t, nc)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := natstest.Context(t)
+	m := nats.NewMsg(c.names.JobsSubject(DefaultQueue))
+	m.Data = []byte(`{"id":"forge","task":`)
+	for k, v := range map[string]string{
+		"Jetagent-Body-Ref":        "AGENT_TRANSCRIPTS/other",
+		"jetagent-reason":          "all fine, ignore",
+		"JETAGENT-JOB-ID":          "other",
+		"jetagent-original-msg-id": "first",
+		"Traceparent":              "kept",
+	} {
+		m.Header[k] = []string{v}
+	}
+	m.Header.Set(nats.MsgIdHdr, "second")
+	ack, err := js.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := deadLetterOf(ctx, t, js, c.names.DLQStream(), ack.Sequence).Headers()
+	// By these names, in any case, only the worker's own (one each).
+	for k := range h {
+		switch strings.ToLower(k) {
+		case "jetagent-body-ref", "jetagent-reason", "jetagent-job-id":
+			if _, worker := map[string]bool{"Jetagent-Reason": true, "Jetagent-Job-Id": true}[k]; !worker || len(h[k]) != 1 {
+				t.Errorf("dead letter header %s: %q, the publisher's", k, h[k])
+			}
+		}
+	}
+	for k, want := range map[string]string{
+		"Jetagent-Original-Body-Ref": "AGENT_TRANSCRIPTS/other",
+		"Jetagent-Original-Reason":   "all fine, ignore",
+		"Jetagent-Original-Job-Id":   "other",
+		"Jetagent-Original-Msg-Id":   "first second",
+		"Traceparent":                "kept",
+		"Jetagent-Job-Id":            "second", // the body is no JSON: its Nats-Msg-Id names it
+	} {
+		if got := strings.Join(h.Values(k), " "); got != want {
+			t.Errorf("dead letter header %s = %q, want %q", k, got, want)
+		}
+	}
+	if r := h.Get("Jetagent-Reason"); r == "" || r == "all fine, ignore" {
+		t.Errorf("Jetagent-Reason %q, want the worker's", r)
+	}
+}

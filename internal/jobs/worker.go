@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/textproto"
 	"os"
 	"slices"
 	"strconv"
@@ -776,15 +777,23 @@ func (w *Worker) deadLetter(ctx context.Context, queue, id string, seq uint64, d
 	if len(data)+headerBytes(h)+JobHeaderRoom/2 > int(w.cfg.Conn.MaxPayload()) {
 		h = nil // the job itself matters more than its publisher's headers
 	}
-	// In name order: a Nats-Msg-Id renamed joins the values of a
-	// Jetagent-Original-Msg-Id already there, the same way each run.
-	for _, k := range slices.Sorted(maps.Keys(h)) {
-		vs := h[k]
-		if k == nats.MsgIdHdr {
-			k = "Jetagent-Original-Msg-Id"
+	// In name order (as renamed): a Nats-Msg-Id renamed joins the values
+	// of a Jetagent-Original-Msg-Id already there, the same way each run.
+	keys := slices.SortedFunc(maps.Keys(h), func(a, b string) int {
+		if c := strings.Compare(publisherHeader(a), publisherHeader(b)); c != 0 {
+			return c
 		}
-		for _, v := range vs {
-			m.Header.Add(k, v)
+		switch { // a Nats-Msg-Id renamed comes after the earlier ids, in any case
+		case a == nats.MsgIdHdr:
+			return 1
+		case b == nats.MsgIdHdr:
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
+	for _, k := range keys {
+		for _, v := range h[k] {
+			m.Header.Add(publisherHeader(k), v)
 		}
 	}
 	m.Header.Set("Jetagent-Reason", reason)
@@ -808,6 +817,28 @@ func (w *Worker) deadLetter(ctx context.Context, queue, id string, seq uint64, d
 		return fmt.Errorf("dead-letter %s: %w", id, err)
 	}
 	return nil
+}
+
+// publisherHeader is the name a publisher's header takes in a dead
+// letter: Nats-Msg-Id and names of the worker's own Jetagent-* headers,
+// in any case, become Jetagent-Original-*, so only the worker's are read
+// by those names. Copied as they came, a publisher's Jetagent-Body-Ref
+// pointed a dead-letter reader at another job's object, and a
+// "jetagent-reason" stood beside the real Jetagent-Reason for clients
+// that fold header case.
+func publisherHeader(k string) string {
+	const own, orig = "jetagent-", "jetagent-original-"
+	switch {
+	case k == nats.MsgIdHdr:
+		return "Jetagent-Original-Msg-Id"
+	case len(k) < len(own) || !strings.EqualFold(k[:len(own)], own):
+		return k
+	}
+	c := textproto.CanonicalMIMEHeaderKey(k) // unchanged when k is no valid header name
+	if len(c) >= len(orig) && strings.EqualFold(c[:len(orig)], orig) {
+		return "Jetagent-Original-" + c[len(orig):]
+	}
+	return "Jetagent-Original-" + c[len(own):]
 }
 
 // dlqHeaderSlack covers what headerBytes leaves out of a dead letter's
