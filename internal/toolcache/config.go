@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jetagent/jetagent/internal/redact"
 	"github.com/jetagent/jetagent/internal/textdist"
@@ -114,6 +116,11 @@ const ProtocolSessionless = "2026-07-28"
 // ("30s", "2m") or a number of seconds.
 type Duration time.Duration
 
+// durationError is a Duration that did not read.
+type durationError struct{ msg string }
+
+func (e *durationError) Error() string { return e.msg }
+
 // UnmarshalJSON implements json.Unmarshaler.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
@@ -127,14 +134,14 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("invalid duration %q (want e.g. \"30s\")", s)
+			return &durationError{fmt.Sprintf("invalid duration %q (want e.g. \"30s\")", s)}
 		}
 		*d = Duration(v)
 		return nil
 	}
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err != nil {
-		return fmt.Errorf("invalid duration %s (want a string like \"30s\" or seconds)", b)
+		return &durationError{fmt.Sprintf("invalid duration %s (want a string like \"30s\" or seconds)", b)}
 	}
 	*d = Duration(secs * float64(time.Second))
 	return nil
@@ -145,12 +152,25 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
+// MaxConfigSize bounds a servers file: one larger is not a servers file
+// (a log or a device named by mistake), and reading it whole would take
+// the memory it takes.
+const MaxConfigSize = 16 << 20
+
 // LoadConfig reads and parses a configuration file, expanding ${VAR} from
 // the process environment.
 func LoadConfig(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("toolcache: read config: %w", err)
+	}
+	defer f.Close() //nolint:errcheck // read only
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("toolcache: read config: %w", err)
+	}
+	if len(data) > MaxConfigSize {
+		return Config{}, fmt.Errorf("toolcache: read config: %s is over %d MiB: not an MCP servers file", path, MaxConfigSize>>20)
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
@@ -165,35 +185,68 @@ func ParseConfig(data []byte) (Config, error) {
 	return ParseConfigWithEnv(data, os.LookupEnv)
 }
 
+// serverSections are the keys of the servers file that hold servers.
+var serverSections = []string{"mcpServers", "servers"}
+
 // ParseConfigWithEnv is ParseConfig with an explicit environment lookup.
+//
+// What JSON leaves unsaid is refused, not guessed: a key given twice in
+// one object (encoding/json keeps the last, silently), a file that is not
+// UTF-8 (its bytes would become U+FFFD in a command or path). A UTF-8 byte
+// order mark is skipped. An error about a value names its path of keys
+// (mcpServers.github.env.PORT) and its line and column; a syntax error's
+// are added by cfgerr.InJSONFile, which knows the file.
 func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config, error) {
+	if err := checkEncoding(data); err != nil {
+		return Config{}, err
+	}
+	doc := newJSONDoc(data)
+	data = doc.data
+	if len(bytes.TrimSpace(data)) == 0 {
+		return Config{}, errors.New(`toolcache: config is empty: want {"mcpServers": {"name": {"command": ...}}}`)
+	}
 	var raw struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
 		Servers    map[string]json.RawMessage `json:"servers"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te) && te.Field == "":
-			return Config{}, fmt.Errorf("toolcache: the MCP servers file must be a JSON object, {\"mcpServers\": {...}} (or VS Code's {\"servers\": {...}}): got %s", jsonValue(te.Value))
-		case errors.As(err, &te):
-			return Config{}, fmt.Errorf("toolcache: %q must be an object of servers by name ({\"name\": {\"command\": ...}}): got %s", te.Field, jsonValue(te.Value))
+		if errors.As(err, &te) {
+			at := ""
+			if _, start, ok := doc.valueAt(nil, te.Offset); ok {
+				at = " (at " + doc.position(start) + ")"
+			}
+			if te.Field == "" {
+				return Config{}, fmt.Errorf(`toolcache: the MCP servers file must be a JSON object, {"mcpServers": {...}} (or VS Code's {"servers": {...}}): got %s%s`, jsonValue(te.Value), at)
+			}
+			return Config{}, fmt.Errorf(`toolcache: %q must be an object of servers by name ({"name": {"command": ...}}): got %s%s`, te.Field, jsonValue(te.Value), at)
+		}
+		if hint := syntaxHint(data, err); hint != "" {
+			return Config{}, fmt.Errorf("toolcache: config is not valid JSON (%s): %w", hint, err)
 		}
 		return Config{}, fmt.Errorf("toolcache: config is not valid JSON: %w", err)
 	}
 	// encoding/json keeps the last of two equal keys: a server defined
 	// twice (two files pasted together) would run the second, silently.
-	if err := duplicateServers(data); err != nil {
+	if err := doc.walk(func(jsonPath, int, int) bool { return true }); err != nil {
+		return Config{}, err
+	}
+	if err := nullSections(doc); err != nil {
 		return Config{}, err
 	}
 	if raw.MCPServers == nil && raw.Servers == nil {
-		return Config{}, fmt.Errorf("toolcache: config has neither \"mcpServers\" nor \"servers\"")
+		return Config{}, noSections(data)
 	}
 	cfg := Config{Servers: map[string]ServerConfig{}}
-	for _, m := range []map[string]json.RawMessage{raw.MCPServers, raw.Servers} {
+	for i, m := range []map[string]json.RawMessage{raw.MCPServers, raw.Servers} {
+		section := sectionKey(data, serverSections[i])
 		for _, name := range sortedKeys(m) {
 			if _, dup := cfg.Servers[name]; dup {
-				return Config{}, fmt.Errorf("toolcache: server %q: defined in both \"mcpServers\" and \"servers\"", name)
+				return Config{}, fmt.Errorf(`toolcache: server %q: defined in both "mcpServers" and "servers"`, name)
+			}
+			entry := jsonPath{section, name}
+			if string(m[name]) == "null" {
+				return Config{}, fmt.Errorf(`toolcache: %s: must be an object ({"command": ...} or {"url": ...}): got null (at %s)`, entry, doc.position(doc.spanOf(entry)))
 			}
 			if err := nearMissKeys(m[name]); err != nil {
 				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, err)
@@ -201,7 +254,7 @@ func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config
 			dec := json.NewDecoder(bytes.NewReader(m[name]))
 			var sc ServerConfig
 			if err := dec.Decode(&sc); err != nil {
-				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, entryTypeError(err))
+				return Config{}, doc.entryError(entry, err)
 			}
 			if err := sc.expand(lookup); err != nil {
 				return Config{}, fmt.Errorf("toolcache: server %q: %w", name, err)
@@ -215,40 +268,99 @@ func ParseConfigWithEnv(data []byte, lookup func(string) (string, bool)) (Config
 	return cfg, nil
 }
 
-// duplicateServers refuses a server name given twice in "mcpServers" (or
-// "servers") of the configuration data, which is valid JSON.
-func duplicateServers(data []byte) error {
-	var top map[string]json.RawMessage
-	if json.Unmarshal(data, &top) != nil {
+// checkEncoding refuses a file that is not UTF-8: UTF-16 (Windows
+// PowerShell's "> mcp.json" writes it), or bytes of another encoding
+// (Latin-1), which encoding/json would turn into U+FFFD inside a string,
+// silently changing a command, a path or a key.
+func checkEncoding(data []byte) error {
+	if bytes.HasPrefix(data, []byte{0xFF, 0xFE}) || bytes.HasPrefix(data, []byte{0xFE, 0xFF}) ||
+		len(data) >= 2 && (data[0] == 0) != (data[1] == 0) {
+		return errors.New(`toolcache: config is UTF-16 (Windows PowerShell writes it with ">"): save it as UTF-8`)
+	}
+	if utf8.Valid(data) {
 		return nil
 	}
-	for _, key := range []string{"mcpServers", "servers"} {
-		obj, ok := top[key]
-		if !ok {
-			continue
+	i := 0
+	for i < len(data) {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
 		}
-		dec := json.NewDecoder(bytes.NewReader(obj))
-		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-			continue // the decoder of the entries says what is wrong
+		i += n
+	}
+	return fmt.Errorf("toolcache: config is not UTF-8: byte 0x%02X at %s starts no UTF-8 character (saved as Latin-1 or Windows-1252?): save it as UTF-8", data[i], newJSONDoc(data).position(i))
+}
+
+// syntaxHint says in plain words what a syntax error at a comment, a
+// trailing comma or a single quote is, or "".
+func syntaxHint(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
+		return ""
+	}
+	at := int(se.Offset) - 1
+	switch c := data[at]; {
+	case c == '/' && at+1 < len(data) && (data[at+1] == '/' || data[at+1] == '*'):
+		return "a comment: JSON has none (VS Code's editor takes them in its mcp.json; this reader does not): remove it"
+	case c == '}' || c == ']':
+		if prev := bytes.TrimRight(data[:at], " \t\r\n"); len(prev) > 0 && prev[len(prev)-1] == ',' {
+			return "a comma after the last entry: JSON has none there: remove it"
 		}
-		seen := map[string]bool{}
-		for dec.More() {
-			t, err := dec.Token()
-			if err != nil {
-				return nil
+	case c == '\'':
+		return "JSON strings take double quotes"
+	}
+	return ""
+}
+
+// sectionKey is the key of data's top-level object that encoding/json
+// read as want ("mcpServers" also from "MCPServers"): errors name the
+// key as written.
+func sectionKey(data []byte, want string) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) == nil {
+		for k := range top {
+			if strings.EqualFold(k, want) {
+				return k
 			}
-			name, _ := t.(string)
-			if seen[name] {
-				return fmt.Errorf("toolcache: server %q: defined twice in %q (the second would replace the first)", name, key)
-			}
-			seen[name] = true
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
-				return nil
+		}
+	}
+	return want
+}
+
+// nullSections refuses "mcpServers": null, which encoding/json reads as
+// no servers at all.
+func nullSections(doc jsonDoc) error {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(doc.data, &top) != nil {
+		return nil
+	}
+	for _, k := range sortedKeys(top) {
+		for _, want := range serverSections {
+			if strings.EqualFold(k, want) && string(top[k]) == "null" {
+				return fmt.Errorf(`toolcache: %q is null: want an object of servers by name ({"name": {"command": ...}}) (at %s)`, k, doc.position(doc.spanOf(jsonPath{k})))
 			}
 		}
 	}
 	return nil
+}
+
+// noSections is the error for a file with neither "mcpServers" nor
+// "servers", naming the keys it has (another client's "context_servers").
+func noSections(data []byte) error {
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(data, &top)
+	if len(top) == 0 {
+		return errors.New(`toolcache: config has neither "mcpServers" nor "servers"`)
+	}
+	keys := sortedKeys(top)
+	if len(keys) > 5 {
+		keys = append(keys[:5], "...")
+	}
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = strconv.Quote(k)
+	}
+	return fmt.Errorf(`toolcache: config has neither "mcpServers" nor "servers" (its keys: %s)`, strings.Join(quoted, ", "))
 }
 
 // checkServerNames refuses an empty server name, and two names that differ
@@ -613,38 +725,38 @@ func nearMissKeys(entry json.RawMessage) error {
 	return nil
 }
 
-// entryTypeError is err, a server entry's decoding error, in the file's
-// words when it is a value of the wrong JSON type: encoding/json names Go
-// types ("cannot unmarshal string into Go struct field ServerConfig.args
-// of type []string"), which an operator editing the file does not know.
-// Its Field is the path of JSON keys without map keys ("env",
-// "toolHints.readOnlyHint"), so a map's key cannot be named.
-func entryTypeError(err error) error {
+// entryError is err, a server entry's decoding error, in the file's
+// words: encoding/json names Go types ("cannot unmarshal string into Go
+// struct field ServerConfig.args of type []string"), which an operator
+// editing the file does not know, and leaves map keys out of its Field
+// ("env", not "env.PORT"). The value at fault is named by its path of
+// keys from the top of the file (mcpServers.x.env.PORT) and its line and
+// column; never quoted, as it may be a secret.
+func (d jsonDoc) entryError(entry jsonPath, err error) error {
+	name := entry[len(entry)-1]
+	var de *durationError
+	if errors.As(err, &de) {
+		path := entry.with("callTimeout") // the one Duration
+		return fmt.Errorf("toolcache: %s: %s (at %s)", path, de.msg, d.position(d.spanOf(path)))
+	}
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) || te.Type == nil {
-		return err
+		return fmt.Errorf("toolcache: server %q: %w", name, err)
 	}
 	got := jsonValue(te.Value)
-	if te.Field == "" {
-		return fmt.Errorf("must be an object ({\"command\": ...} or {\"url\": ...}): got %s", got)
+	path, start, ok := d.valueAt(entry, te.Offset)
+	if !ok { // not found: say it as the Field has it
+		return fmt.Errorf("toolcache: server %q: %s: must be %s: got %s", name, te.Field, jsonKind(te.Type), got)
 	}
-	want := te.Type
-	if f, ok := serverField(te.Field); ok && f != te.Type {
-		// An element of an array or object of the field ("args": ["-p", 1]).
-		want, got = f, got+" in it"
+	at := " (at " + d.position(start) + ")"
+	if len(path) == len(entry) {
+		return fmt.Errorf(`toolcache: %s: must be an object ({"command": ...} or {"url": ...}): got %s%s`, path, got, at)
 	}
-	return fmt.Errorf("%s: must be %s: got %s", te.Field, jsonKind(want), got)
-}
-
-// serverField is the Go type of the ServerConfig field a JSON key names.
-func serverField(key string) (reflect.Type, bool) {
-	t := reflect.TypeFor[ServerConfig]()
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == key {
-			return t.Field(i).Type, true
-		}
+	hint := ""
+	if k := te.Type.Kind(); k == reflect.String && (te.Value == "number" || te.Value == "bool") {
+		hint = " (put it in double quotes)"
 	}
-	return nil, false
+	return fmt.Errorf("toolcache: %s: must be %s: got %s%s%s", path, jsonKind(te.Type), got, hint, at)
 }
 
 // jsonKind says what JSON value t reads from.

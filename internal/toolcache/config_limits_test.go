@@ -1,0 +1,140 @@
+package toolcache
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestConfigTypeErrorPosition: a value of the wrong JSON type was named
+// by its field only ("server \"foo\": env: must be an object of strings:
+// got a number in it"), without the key (PORT) or where it is; a
+// hand-edited file is read by line.
+func TestConfigTypeErrorPosition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, in, want string }{
+		{"env value", "{\n  \"servers\": {\n    \"foo\": {\n      \"command\": \"srv\",\n      \"env\": {\"HOST\": \"h\", \"PORT\": 8080}\n    }\n  }\n}\n",
+			`toolcache: servers.foo.env.PORT: must be a string: got a number (put it in double quotes) (at line 5, column 36)`},
+		{"args a string", "{\"servers\": {\"foo\": {\n\t\"command\": \"srv\",\n\t\"args\": \"x\"}}}",
+			`toolcache: servers.foo.args: must be an array of strings: got a string (at line 3, column 10)`},
+		{"header value a boolean", "{\"mcpServers\": {\"my server\": {\"url\": \"http://h/mcp\",\n \"headers\": {\"X-Flag\": true}}}}",
+			`toolcache: mcpServers["my server"].headers.X-Flag: must be a string: got a boolean (put it in double quotes) (at line 2, column 24)`},
+		{"columns count characters", "{\"mcpServers\": {\"café\": {\"command\": \"é\", \"args\": [1]}}}",
+			`toolcache: mcpServers["café"].args[0]: must be a string: got a number (put it in double quotes) (at line 1, column 51)`},
+		{"a byte order mark is no column", "\xef\xbb\xbf{\"mcpServers\": {\"x\": {\"command\": 1}}}",
+			`toolcache: mcpServers.x.command: must be a string: got a number (put it in double quotes) (at line 1, column 34)`},
+		{"top-level key in another case", "{\"MCPServers\": {\"x\": {\"command\": \"a\", \"cwd\": []}}}",
+			`toolcache: MCPServers.x.cwd: must be a string: got an array (at line 1, column 46)`},
+		{"sessionMode an object", "{\"mcpServers\": {\"x\": {\"command\": \"a\",\r\n\"sessionMode\": {}}}}",
+			`toolcache: mcpServers.x.sessionMode: must be a string: got an object (at line 2, column 16)`},
+		{"mcpServers a string", "{\n\"mcpServers\": \"x\"}",
+			`toolcache: "mcpServers" must be an object of servers by name ({"name": {"command": ...}}): got a string (at line 2, column 15)`},
+		{"top level an array", "\n\n  [1]",
+			`toolcache: the MCP servers file must be a JSON object, {"mcpServers": {...}} (or VS Code's {"servers": {...}}): got an array (at line 3, column 3)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseConfigWithEnv([]byte(tc.in), noEnv)
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("err = %v\nwant  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+// TestConfigFileLimits: files at the edges of JSON, each refused with what
+// is wrong and where, or read as a user means them: an empty file, a byte
+// order mark, UTF-16, Latin-1, comments, trailing commas, a key given
+// twice at any depth (encoding/json keeps one, silently), null.
+func TestConfigFileLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in string
+		err      string // "" : parses
+		servers  int
+	}{
+		{name: "empty", in: "", err: `toolcache: config is empty: want {"mcpServers": {"name": {"command": ...}}}`},
+		{name: "blank", in: " \n\t\r\n", err: `toolcache: config is empty`},
+		{name: "no servers", in: `{"mcpServers": {}}`, servers: 0},
+		{name: "utf-8 byte order mark", in: "\xef\xbb\xbf{\"mcpServers\": {\"x\": {\"command\": \"a\"}}}", servers: 1},
+		{name: "utf-16 LE with mark", in: "\xff\xfe{\x00}\x00", err: `toolcache: config is UTF-16 (Windows PowerShell writes it with ">"): save it as UTF-8`},
+		{name: "utf-16 BE without mark", in: "\x00{\x00}", err: `config is UTF-16`},
+		{name: "latin-1", in: "{\"mcpServers\": {\"x\": {\n\"command\": \"caf\xe9\"}}}",
+			err: `toolcache: config is not UTF-8: byte 0xE9 at line 2, column 16 starts no UTF-8 character (saved as Latin-1 or Windows-1252?): save it as UTF-8`},
+		{name: "comment", in: "{\n  // my servers\n  \"mcpServers\": {}}",
+			err: `toolcache: config is not valid JSON (a comment: JSON has none (VS Code's editor takes them in its mcp.json; this reader does not): remove it): invalid character '/' looking for beginning of object key string`},
+		{name: "block comment", in: "{\"mcpServers\": {\"x\": {\"command\": \"a\" /* b */}}}", err: `(a comment: JSON has none`},
+		{name: "trailing comma in object", in: "{\"mcpServers\": {\"x\": {\"command\": \"a\",\n}}}",
+			err: `toolcache: config is not valid JSON (a comma after the last entry: JSON has none there: remove it): invalid character '}' looking for beginning of object key string`},
+		{name: "trailing comma in array", in: `{"mcpServers": {"x": {"command": "a", "args": ["b", ]}}}`, err: `(a comma after the last entry`},
+		{name: "single quotes", in: `{'mcpServers': {}}`, err: `(JSON strings take double quotes)`},
+		{name: "section twice", in: "{\"mcpServers\": {\"x\": {\"command\": \"a\"}},\n \"mcpServers\": {\"y\": {\"command\": \"b\"}}}",
+			err: `toolcache: "mcpServers" is given twice (at line 1, column 2 and line 2, column 2): JSON readers keep one of them; write one`},
+		{name: "section in two cases", in: `{"mcpServers": {"x": {"command": "a"}}, "MCPServers": {"y": {"command": "b"}}}`,
+			err: `toolcache: "mcpServers" and "MCPServers" (at line 1, column 2 and line 1, column 41) are one key to this reader, which would merge them: write one`},
+		{name: "server twice", in: "{\"mcpServers\": {\n  \"x\": {\"command\": \"a\"},\n  \"x\": {\"command\": \"b\"}}}",
+			err: `toolcache: server "x": defined twice in "mcpServers" (at line 2, column 3 and line 3, column 3): the second would replace the first`},
+		{name: "key twice in a server", in: `{"mcpServers": {"x": {"command": "a", "command": "b"}}}`,
+			err: `toolcache: mcpServers.x: key "command" is given twice (at line 1, column 23 and line 1, column 39): the second would replace the first`},
+		{name: "env name twice", in: `{"mcpServers": {"x": {"command": "a", "env": {"TOKEN": "1", "TOKEN": "2"}}}}`,
+			err: `toolcache: mcpServers.x.env: key "TOKEN" is given twice`},
+		{name: "another client's key twice", in: `{"mcpServers": {"x": {"command": "a", "autoApprove": {"a": 1, "a": 2}}}}`,
+			err: `toolcache: mcpServers.x.autoApprove: key "a" is given twice`},
+		{name: "same env name in two servers", in: `{"mcpServers": {"x": {"command": "a", "env": {"T": "1"}}, "y": {"command": "a", "env": {"T": "1"}}}}`, servers: 2},
+		{name: "section null", in: `{"mcpServers": null}`,
+			err: `toolcache: "mcpServers" is null: want an object of servers by name ({"name": {"command": ...}}) (at line 1, column 16)`},
+		{name: "server null", in: `{"mcpServers": {"x": null}}`,
+			err: `toolcache: mcpServers.x: must be an object ({"command": ...} or {"url": ...}): got null (at line 1, column 22)`},
+		{name: "another client's section", in: `{"context_servers": {"x": {"command": "a"}}}`,
+			err: `toolcache: config has neither "mcpServers" nor "servers" (its keys: "context_servers")`},
+		{name: "empty object", in: `{}`, err: `toolcache: config has neither "mcpServers" nor "servers"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := ParseConfigWithEnv([]byte(tc.in), noEnv)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("err = %v", err)
+			case tc.err == "" && len(cfg.Servers) != tc.servers:
+				t.Errorf("%d servers, want %d", len(cfg.Servers), tc.servers)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("err = %v\nwant it to contain %s", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestLoadConfigSize: a file over MaxConfigSize (a log named by mistake,
+// /dev/zero) is refused after reading at most one byte more, not read
+// whole; one just under it is read.
+func TestLoadConfigSize(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	head := []byte(`{"mcpServers": {"x": {"command": "a"}}, "pad": "`)
+	tail := []byte(`"}`)
+	fits := filepath.Join(dir, "fits.json")
+	pad := bytes.Repeat([]byte("a"), MaxConfigSize-len(head)-len(tail))
+	if err := os.WriteFile(fits, bytes.Join([][]byte{head, pad, tail}, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := LoadConfig(fits); err != nil || len(cfg.Servers) != 1 {
+		t.Errorf("a file of MaxConfigSize: %d servers, err %v", len(cfg.Servers), err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, bytes.Join([][]byte{head, pad, []byte("a"), tail}, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(big)
+	if want := "toolcache: read config: " + big + " is over 16 MiB: not an MCP servers file"; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %s", err, want)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		if _, err := LoadConfig("/dev/zero"); err == nil || !strings.Contains(err.Error(), "is over 16 MiB") {
+			t.Errorf("/dev/zero: err = %v", err)
+		}
+	}
+}
