@@ -47,7 +47,8 @@
 // would save time; a fixed order is what lets a replay match calls by
 // sequence number, so it wins. A tool returns its structured content when
 // it has some, else its text parsed as JSON, else the text (numbers: see
-// below); a tool error
+// below; one over the JSON.parse guards' limits, see Limits, throws a
+// RangeError naming the tool, carrying .tool); a tool error
 // throws an Error named ToolError with the server's text, a refusal from
 // the Host an Error with its message, both catchable and carrying .tool.
 // A Host error made with Abort ends the execution instead (a replay that

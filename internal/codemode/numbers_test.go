@@ -68,3 +68,27 @@ func TestNumbersJavaScriptCannotHold(t *testing.T) {
 		})
 	}
 }
+
+// A tool result over the JSON guards' limits (nesting, values) named
+// JSON.parse, which the code did not call, and not the tool: it now says
+// which tool's result and what to do, as a RangeError carrying .tool.
+func TestToolResultOverTheLimits(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, structured, want string }{
+		{"nested too deep", strings.Repeat("[", 1200) + strings.Repeat("]", 1200), "JSON.parse: text nested deeper than 1000 levels"},
+		{"too many values", "[" + strings.Repeat("1,", 30000) + "1]", "JSON.parse: the text: 30001 values is over the code-mode limit"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cat := NewCatalog([]Tool{{Name: "t"}})
+			h := &fakeHost{tools: map[string]func(map[string]any) (Result, error){
+				"t": func(map[string]any) (Result, error) { return Result{Structured: json.RawMessage(tt.structured)}, nil },
+			}}
+			out := cat.Run(context.Background(), `try { await tools.t({}) } catch (e) { console.log(e.name, e.tool); throw e }`, h, Limits{guardMemory: 1 << 20})
+			want := "Uncaught RangeError: the result of tools.t is too large for code mode (RangeError: " + tt.want
+			if out.Err == nil || !strings.Contains(out.Err.Error(), want) || !strings.Contains(out.Err.Error(), "ask the tool for less") || out.Text != "RangeError t" {
+				t.Fatalf("Err = %v, text %q; want %q", out.Err, out.Text, want)
+			}
+		})
+	}
+}

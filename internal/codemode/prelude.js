@@ -758,7 +758,17 @@
     }
     const r = hostCall(name, json === undefined ? "{}" : json);
     switch (r[0]) {
-      case 0: return parse(r[1]);
+      case 0: {
+        // The result is parsed as the code's JSON.parse is, within its
+        // limits: a result over them says which tool and what to do,
+        // not JSON.parse, which the code did not call.
+        let v;
+        try { v = parse(r[1]); } catch (e) {
+          throw toolError(name, "the result of tools." + id + " is too large for code mode (" + errorText(e) +
+            "): ask the tool for less, with a filter or a page if it has them", e instanceof RangeErrorC ? "RangeError" : undefined);
+        }
+        return v;
+      }
       case 1: return r[1];
       case 2: throw toolError(name, r[1], "ToolError");
       default: throw toolError(name, r[1]);
