@@ -145,3 +145,75 @@ func TestMalformedHistoryRefused(t *testing.T) {
 		})
 	}
 }
+
+// openAIIDs answers as OpenAI's API does: a request holding a tool call id
+// longer than 40 characters is refused with 400; any other gets answer.
+func openAIIDs(answer string) func(llmtest.RecordedRequest) llmtest.Reply {
+	return func(r llmtest.RecordedRequest) llmtest.Reply {
+		for i, m := range r.Messages {
+			for k, c := range m.ToolCalls {
+				if n := len(c.ID); n > 40 {
+					return llmtest.Reply{Status: 400, Content: fmt.Sprintf("Invalid 'messages[%d].tool_calls[%d].id': string too long. "+
+						"Expected a string with maximum length 40, but got a string with length %d instead.", i, k, n)}
+				}
+			}
+		}
+		return textReply(answer)
+	}
+}
+
+// A continuation's history may come from another provider, whose call ids
+// this one refuses: ids over 40 characters (GitHub Copilot's 46, proxies'
+// generated ones; OpenAI's limit is 40) or with characters outside
+// letters, digits, '_' and '-' (Anthropic's pattern) are given ids the
+// loop makes up, in the calls and their results alike; others are kept.
+// Before: they were sent as they were, and OpenAI's API refused the
+// first request ("Invalid 'messages[2].tool_calls[0].id': string too
+// long. Expected a string with maximum length 40, but got a string with
+// length 46 instead.").
+func TestHistoryCallIDsPortable(t *testing.T) {
+	t.Parallel()
+	long := "call_" + strings.Repeat("0123456789", 4) + "abcdef" // 51
+	odd := "呼び出し:1"
+	user := llm.Message{Role: llm.RoleUser, Content: "weather?"}
+	history := []llm.Message{user,
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+			{ID: long, Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Lima"}`}},
+			{ID: "call_ok", Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Quito"}`}},
+			{ID: odd, Type: "function", Function: llm.FunctionCall{Name: "get_weather", Arguments: `{"city":"Bogotá"}`}},
+		}},
+		{Role: llm.RoleTool, ToolCallID: odd, Content: "Bogotá: rain"},
+		{Role: llm.RoleTool, ToolCallID: long, Content: "Lima: sun"},
+		{Role: llm.RoleTool, ToolCallID: "call_ok", Content: "Quito: fog"},
+		{Role: llm.RoleAssistant, Content: "Mixed."},
+		// The same long id again in a later turn: a call of its own.
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: long, Type: "function", Function: llm.FunctionCall{Name: "echo", Arguments: `{"text":"x"}`}}}},
+		{Role: llm.RoleTool, ToolCallID: long, Content: "x"},
+		{Role: llm.RoleAssistant, Content: "Done."},
+	}
+	orig := mustJSON(t, history)
+	s := llmtest.NewServer(t)
+	s.Handle(openAIIDs("continued"))
+	res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{Task: "and now?", History: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "continued" || mustJSON(t, history) != orig {
+		t.Fatalf("answer %q; history changed in place: %v", res.Answer, mustJSON(t, history) != orig)
+	}
+	sent := s.Requests()[0].Messages
+	if bad := checkChatHistory(sent, false); len(bad) > 0 {
+		t.Fatalf("sent %s: %v", mustJSON(t, sent), bad)
+	}
+	calls, again := sent[1].ToolCalls, sent[6].ToolCalls
+	if calls[1].ID != "call_ok" || calls[0].ID == long || calls[2].ID == odd || again[0].ID == calls[0].ID {
+		t.Errorf("ids sent: %s, later %s", mustJSON(t, calls), mustJSON(t, again))
+	}
+	// The results still answer their calls: Lima's the first call's.
+	if sent[3].ToolCallID != calls[0].ID || sent[3].Content != "Lima: sun" || sent[2].ToolCallID != calls[2].ID || sent[7].ToolCallID != again[0].ID {
+		t.Errorf("results sent: %s", mustJSON(t, sent[2:8]))
+	}
+	if mustJSON(t, res.Messages[:len(history)]) != mustJSON(t, sent[:len(history)]) {
+		t.Errorf("the transcript's history is not what was sent")
+	}
+}
