@@ -160,6 +160,13 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--allow", " , ", "echo:x"}, `--allow " , " names no tool`, "names no tool"},
 		{[]string{"watch"}, "watch takes one job id", "watch"},
 		{[]string{"cancel", "a", "b"}, "cancel takes one job id", "cancel"},
+		// A command given as a flag, or another command's flag, was refused
+		// as an unknown flag only.
+		{[]string{"--watch", "job-1"}, "unknown flag: --watch: watch is a command, given first: submit watch ID", "is a command"},
+		{[]string{"--cancel=job-1"}, "cancel is a command, given first: submit cancel ID", "is a command"},
+		{[]string{"--wait", "job-1"}, "unknown flag: --wait: --wait is a flag of watch: submit watch --wait ...", "flag of"},
+		{[]string{"status", "--raw", "job-1"}, "--raw is a flag of transcript: submit transcript --raw ...", "flag of"},
+		{[]string{"transcript", "--wait", "job-1"}, "--wait is a flag of watch", "flag of"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Parallel()

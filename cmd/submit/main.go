@@ -166,6 +166,9 @@ func (c *cli) runCommand(cmd *command, args []string) (int, error) {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0, err
 		}
+		if hint := c.elsewhere(cmd, err); hint != nil {
+			return 0, hint
+		}
 		return 0, flagError(cmd.flags, err)
 	}
 	if err := c.loadEnv(); err != nil {
@@ -201,6 +204,31 @@ func flagError(fs *pflag.FlagSet, err error) error {
 		}
 	}
 	return usageError{err}
+}
+
+// elsewhere names the command an unknown flag belongs to: "submit --watch
+// ID" (a command given as a flag) and "submit --wait ID" or "submit status
+// --raw ID" (another command's flag) were refused as unknown flags only,
+// or with a flag of this command that is near in spelling.
+func (c *cli) elsewhere(cmd *command, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedName() == "" {
+		return nil
+	}
+	name, _, _ := strings.Cut(ne.GetSpecifiedName(), "=")
+	var owners []string
+	for _, k := range c.commands()[1:] {
+		switch {
+		case k.name == name:
+			return usagef("%w: %s is a command, given first: submit %s ID", err, name, name)
+		case k != cmd && k.flags.Lookup(name) != nil:
+			owners = append(owners, k.name)
+		}
+	}
+	if len(owners) == 0 {
+		return nil
+	}
+	return usagef("%w: --%s is a flag of %s: submit %s --%s ...", err, name, strings.Join(owners, ", "), owners[0], name)
 }
 
 // envError is an environment submit cannot run with (exit 2).
