@@ -215,6 +215,13 @@ func plural(n int, one, many string) string {
 	return many
 }
 
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
 // quoteN is s quoted, its first n bytes when it is longer.
 func quoteN(s string, n int) string {
 	if len(s) <= n {
@@ -494,6 +501,7 @@ const maxShortType = 60
 // its details, or when they are larger, a summary of its parameters
 // that is still valid JSON, shortened step by step until it fits.
 func detailsText(t toolcache.Tool, max int) string {
+	max = maxInt(max, 0) // cutText panics on a negative length
 	full := mustJSON(details(t))
 	if len(full) <= max {
 		return full
@@ -648,7 +656,16 @@ func (r *registry) runMeta(ctx context.Context, ts ToolSet, k toolKind, args jso
 			id, _ := r.code.Ident(e.tool.Name)
 			head := fmt.Sprintf("// The TypeScript declarations of tools.%s (%d bytes) are over the tool output limit: "+
 				"a summary of its input's top-level parameters follows, as JSON. Call it as await tools.%s({...}).\n", id, len(d), id)
-			return head + detailsText(e.tool, maxOut-len(head)), false
+			if rest := maxOut - len(head); rest > 0 {
+				if sum := detailsText(e.tool, rest); len(sum) <= rest {
+					return head + sum, false
+				}
+			}
+			// A limit near its floor leaves no room for the summary (and
+			// with a long identifier none for the head: detailsText was
+			// given a negative limit and panicked).
+			return fmt.Sprintf("// The TypeScript declarations of tools.%s (%d bytes) are over the tool output limit, and so is a summary; "+
+				"calls to it are validated against its full schema.", id, len(d)), false
 		}
 		return detailsText(e.tool, maxOut), false
 	}
