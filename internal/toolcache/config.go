@@ -541,6 +541,15 @@ func checkGlobs(field string, globs []string) error {
 // varRef matches ${VAR} and VS Code's ${env:VAR}.
 var varRef = regexp.MustCompile(`\$\{(env:)?([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// editorRef matches VS Code's ${input:id} (a prompt), ${config:key} and
+// ${command:id}, which no environment answers: left as they are, they
+// would reach the server as text (a header "Bearer ${input:token}").
+var editorRef = regexp.MustCompile(`\$\{(input|config|command):[^}]*\}`)
+
+// editorVars are VS Code's predefined variables, which ${NAME} would look
+// for in the environment.
+var editorVars = []string{"workspaceFolder", "workspaceFolderBasename", "workspaceRoot", "userHome", "cwd", "file", "fileDirname", "pathSeparator"}
+
 // urlPathValues are the values of the variables raw (a URL before
 // expansion) names after its host, in its path, query or fragment: a key
 // in the path ("https://actions.example.com/mcp/${API_KEY}/sse", as some
@@ -571,11 +580,18 @@ func urlPathValues(raw string, lookup func(string) (string, bool)) []string {
 func (sc *ServerConfig) expand(lookup func(string) (string, bool)) error {
 	var firstErr error
 	ex := func(field, s string) string {
+		if m := editorRef.FindString(s); m != "" && firstErr == nil {
+			firstErr = fmt.Errorf("%s: %s is VS Code's, which asks or looks it up: this reader knows only environment variables, ${NAME} or ${env:NAME}", field, m)
+		}
 		return varRef.ReplaceAllStringFunc(s, func(m string) string {
 			name := varRef.FindStringSubmatch(m)[2]
 			v, ok := lookup(name)
 			if !ok && firstErr == nil {
-				firstErr = fmt.Errorf("%s: environment variable %s is not set", field, name)
+				hint := ""
+				if slices.Contains(editorVars, name) {
+					hint = " (" + m + " is a VS Code variable: this reader knows only environment variables)"
+				}
+				firstErr = fmt.Errorf("%s: environment variable %s is not set%s", field, name, hint)
 			}
 			return v
 		})
@@ -809,4 +825,77 @@ func jsonValue(v string) string {
 		return "the number " + strings.TrimPrefix(v, "number ")
 	}
 	return v
+}
+
+// minConfigSecret is the shortest value configSecrets takes: every
+// occurrence of one is masked in errors and logs, and a short value
+// ("true", "1234") would garble them.
+const minConfigSecret = 8
+
+// configSecrets are the credentials sc hands its server outside its URL,
+// for scrub: a server may quote them back (a stdio server's stderr,
+// "invalid token ghp_...", is part of its errors; so is a CLI's "unknown
+// option --api-key=..."). They are the values of headers, env variables
+// and "--flag=value" or "--flag value" arguments named like credentials
+// (redact.CredentialParam: Authorization, X-Api-Key, GITHUB_TOKEN,
+// --password; Cookie), with a header's value also without its scheme
+// ("Bearer x": x), values that look like keys (redact.SecretSegment), and
+// the credentials of URLs given as arguments (redact.Secrets); each at
+// least minConfigSecret bytes long. The words of a command after the
+// first count as arguments.
+func (sc ServerConfig) configSecrets() []string {
+	var out []string
+	add := func(v string) {
+		if len(v) >= minConfigSecret && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	byLook := func(v string) {
+		if redact.SecretSegment(v) {
+			add(v)
+		}
+		if strings.Contains(v, "://") {
+			for _, s := range redact.Secrets(v) {
+				add(s)
+			}
+		}
+	}
+	for _, k := range sortedKeys(sc.Headers) {
+		v := sc.Headers[k]
+		if redact.CredentialParam(k) || strings.EqualFold(k, "Cookie") {
+			add(v)
+			if _, cred, ok := strings.Cut(v, " "); ok {
+				add(strings.TrimSpace(cred))
+			}
+		}
+		byLook(v)
+	}
+	for _, k := range sortedKeys(sc.Env) {
+		if redact.CredentialParam(k) {
+			add(sc.Env[k])
+		}
+		byLook(sc.Env[k])
+	}
+	// A whole command line in "command" ("npx srv --api-key sk-..."),
+	// which the error of its failed start quotes, counts as arguments.
+	args := sc.Args
+	if words := strings.Fields(sc.Command); len(words) > 1 {
+		args = append(words[1:], sc.Args...)
+	}
+	for i, a := range args {
+		flag, isFlag := strings.CutPrefix(a, "-")
+		flag = strings.TrimPrefix(flag, "-")
+		name, value, hasValue := strings.Cut(flag, "=")
+		switch {
+		case isFlag && hasValue && redact.CredentialParam(name):
+			add(value)
+		case isFlag && !hasValue && redact.CredentialParam(name) && i+1 < len(args):
+			add(args[i+1])
+		}
+		if isFlag && hasValue {
+			byLook(value)
+		}
+		byLook(a)
+	}
+	return out
 }

@@ -138,3 +138,31 @@ func TestLoadConfigSize(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigEditorVariables: a VS Code mcp.json's ${input:token} (a value
+// VS Code prompts for) was left in the value as text, so the server got
+// "Bearer ${input:token}" and refused it at the first call; its
+// ${workspaceFolder} was said to be an unset environment variable without
+// saying why.
+func TestConfigEditorVariables(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, in, want string }{
+		{"input in a header", `{"servers": {"gh": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${input:github_token}"}}}, "inputs": [{"id": "github_token", "type": "promptString"}]}`,
+			`toolcache: server "gh": headers.Authorization: ${input:github_token} is VS Code's, which asks or looks it up: this reader knows only environment variables, ${NAME} or ${env:NAME}`},
+		{"command variable in args", `{"servers": {"x": {"command": "srv", "args": ["${command:pick}"]}}}`, `toolcache: server "x": args[0]: ${command:pick} is VS Code's`},
+		{"workspaceFolder", `{"servers": {"x": {"command": "srv", "cwd": "${workspaceFolder}/tools"}}}`,
+			`toolcache: server "x": cwd: environment variable workspaceFolder is not set (${workspaceFolder} is a VS Code variable: this reader knows only environment variables)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseConfigWithEnv([]byte(tc.in), noEnv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant it to contain %s", err, tc.want)
+			}
+		})
+	}
+	// A shell's ${1:-x} in a script is no VS Code variable.
+	if _, err := ParseConfigWithEnv([]byte(`{"servers": {"x": {"command": "sh", "args": ["-c", "exec srv ${1:-8080}"]}}}`), noEnv); err != nil {
+		t.Errorf("a shell default: %v", err)
+	}
+}

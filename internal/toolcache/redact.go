@@ -49,8 +49,9 @@ func urlError(raw string, err error) error {
 }
 
 // urlSecrets are the credentials the servers' URLs carry (redact.Secrets:
-// userinfo, credential query parameters such as ?api_key=), and the
-// values ${VAR} put into a URL after its host (ServerConfig.pathSecrets). The
+// userinfo, credential query parameters such as ?api_key=), the
+// values ${VAR} put into a URL after its host (ServerConfig.pathSecrets),
+// and those of headers, env and args (ServerConfig.configSecrets). The
 // transports quote a URL whole in their errors ('Post "https://host/mcp?
 // api_key=...": dial tcp ...'), which reach the model, events,
 // transcripts, the status and the log: the pool takes these out of
@@ -60,6 +61,7 @@ func urlSecrets(servers map[string]ServerConfig) []string {
 	for _, sc := range servers {
 		out = append(out, redact.Secrets(sc.URL)...)
 		out = append(out, sc.pathSecrets...)
+		out = append(out, sc.configSecrets()...) // headers, env, args
 	}
 	return out
 }
