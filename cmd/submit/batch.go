@@ -251,20 +251,36 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 		wg.Wait()
 		close(results)
 	}()
-	failed := 0
+	failed, unwritten, notSent := 0, 0, 0
 	var writeErr error
 	for res := range results {
 		if !p.ok(res.Result) {
 			failed++
 		}
-		if out != nil && writeErr == nil {
-			writeErr = writeJSON(out, res)
+		switch {
+		case out == nil:
+		case writeErr == nil:
+			if writeErr = writeJSON(out, res); writeErr != nil {
+				// A full disk or a closed pipe: the lines not submitted
+				// yet are not, rather than run with results going nowhere.
+				c.resultsBroken.Store(true)
+				unwritten++
+			}
+		case errors.Is(res.err, errResultsBroken):
+			notSent++
+		default:
+			unwritten++
 		}
 		p.done(res)
 	}
 	p.finish()
 	if writeErr != nil {
-		return exitFailed, fmt.Errorf("--out %s: %w", f.outFile, writeErr)
+		where := "standard output"
+		if f.outFile != "" {
+			where = "--out " + f.outFile
+		}
+		return exitFailed, fmt.Errorf("%s: %w: the results of %s are not there (the lines above name the jobs: "+
+			"submit status ID), %s not submitted", where, writeErr, plural(unwritten, "job", "jobs"), plural(notSent, "line was", "lines were"))
 	}
 	if failed > 0 {
 		return exitFailed, nil
@@ -275,6 +291,7 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 // Batch outcomes that are not a job's own (the progress counts them).
 var (
 	errNotSubmitted   = errors.New("not submitted: interrupted")
+	errResultsBroken  = errors.New("not submitted: the results could not be written")
 	errStoppedWaiting = errors.New("interrupted: stopped waiting; the job goes on")
 	errDuplicate      = errors.New("duplicate job id")
 )
@@ -301,6 +318,9 @@ func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) batchResult {
 	}
 	if c.ctx.Err() != nil {
 		return fail(errNotSubmitted)
+	}
+	if c.resultsBroken.Load() {
+		return fail(errResultsBroken)
 	}
 	if job.ID == "" {
 		// Named here, so the result of a submission that fails half-way

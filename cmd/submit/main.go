@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -55,6 +56,7 @@ type cli struct {
 	nc             *nats.Conn
 	client         *jobs.Client
 	validator      *jobs.Validator // of job files and batch lines, made on first use
+	resultsBroken  atomic.Bool     // a batch's results could not be written: submit no more lines
 }
 
 // run is main without the process.
