@@ -133,6 +133,12 @@ func attacks() []attack {
 		{name: "flat, flatMap and concat still work", code: `[[1, [2, [3, [4]]]].flat(), [1, [2, [3, [4]]]].flat(Infinity), [1, , 3].flat(), [1, 2].flatMap(x => [x, [x * 10]]), [1].concat(2, [3, 4], [[5]]), [].concat.call(1, 2).length, [1].concat({length: 1, 0: 9}), [1].concat({[Symbol.isConcatSpreadable]: true, length: 2, 0: "a"}), Array.prototype.flat.length, Array.prototype.flatMap.length]`, lim: small,
 			want: `[[1,2,[3,[4]]],[1,2,3,4],[1,3],[1,[10],2,[20]],[1,2,3,4,[5]],2,[1,{"0":9,"length":1}],[1,"a",null],0,1]`},
 		{name: "replaceAll with a non-global RegExp", code: `"ab".replaceAll(/a/, "x")`, wantErr: "TypeError: replaceAll must be called with a global RegExp"},
+		// with put a property named like the guard in scope (a computed
+		// key: no identifier for the reserved-name check), so a spread or
+		// for-in called it instead of the guard: at the default limits a
+		// spread of 100 million characters in one native step.
+		{name: "with shadowing the spread guard", code: `with ({["__codemode" + "_guard__"]: x => x}) { ({..."x".repeat(5000)}) }`, lim: small, wantErr: "SyntaxError: with is not available in code mode (line 1): name the object instead"},
+		{name: "with shadowing the for-in guard", code: "const o = {};\no[\"__codemode_guard__\"] = x => x;\nwith (o) { for (const k in \"x\".repeat(5000)) {} }", lim: small, wantErr: "SyntaxError: with is not available in code mode (line 3)"},
 		{name: "spreading a long array into an object", code: `({...new Array(5000).fill(0)})`, lim: small, wantErr: "RangeError: spreading or enumerating the keys of an array"},
 
 		// Time: the interrupt reaches loops, microtasks and async recursion.

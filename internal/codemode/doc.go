@@ -130,7 +130,9 @@
 // String.raw, apply and Reflect.apply/construct (at most 131072
 // arguments), Object.keys/values/entries/assign and object spread and
 // for-in of a string or an array (the code is rewritten to pass the
-// operand through a guard), and JSON.parse and JSON.stringify (at most
+// operand through a guard, which is why with, which could put a
+// property of that name in scope, is refused when the code is parsed),
+// and JSON.parse and JSON.stringify (at most
 // 1000 levels; parse at most MaxMemory/64 values and MaxMemory/256 arrays
 // and objects; stringify runs through a replacer, so it can be
 // interrupted, and refuses a string over a sixth of the string cap that

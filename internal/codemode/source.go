@@ -78,6 +78,12 @@ func prepare(code string) (*goja.Program, *srcMap, error) {
 			}
 		case *ast.ForInStatement:
 			ins = append(ins, guard(n.Source)...)
+		case *ast.WithStatement:
+			// with puts an object's properties in scope: one named like
+			// the guard (a computed key, which the name check does not
+			// see) took the guard's place, and a spread of a string of
+			// 100 million characters ran unguarded in one native step.
+			bad = fmt.Errorf("SyntaxError: with is not available in code mode (%s): name the object instead", lineOf(src, int(n.With)-1))
 		}
 	})
 	if bad != nil {
