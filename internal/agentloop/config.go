@@ -68,12 +68,13 @@ var (
 	// tool call. Asking again would hit the same limit.
 	ErrTruncated = errors.New("agentloop: the model's reply was cut off at its output token limit")
 	// ErrReplyAbandoned: the server reported that it gave up on the
-	// generation (finish_reason error or abort): another attempt may
-	// succeed.
+	// generation (finish_reason error, abort, or DeepSeek's
+	// insufficient_system_resource): another attempt may succeed.
 	ErrReplyAbandoned = errors.New("agentloop: the model server abandoned the reply")
 	// ErrMalformedCall: the model's answer was a tool call written into
-	// the text that could not be read, and so was its reply to the
-	// corrective request.
+	// the text that could not be read, or one the server could not read
+	// (finish_reason MALFORMED_FUNCTION_CALL), and so was its reply to
+	// the corrective request. The error's text after the colon says which.
 	ErrMalformedCall = errors.New("agentloop: the model wrote a tool call into its answer that could not be read, also when asked again")
 )
 

@@ -35,6 +35,10 @@ const (
 	finalReaskNote = "Your previous reply was not an answer: it looks like a tool call written into the text, and %s. " +
 		"Tools are no longer available: answer in plain text now, based on what you have found so far, without call markup."
 	callAPINote = "\nCall tools through the tools API (the tool_calls of your reply), not by writing calls into the text."
+	// malformedNote follows a reply whose tool call the server could not
+	// read (Gemini's finish_reason MALFORMED_FUNCTION_CALL).
+	malformedNote = "Your previous reply was not accepted: %s. Reply again: call the tool through the tools API, with the " +
+		"arguments as one JSON object matching the tool's schema, or, if you need no tool, give your final answer in plain text."
 	// reaskContentMax bounds the reply quoted by a content_call.reask event.
 	reaskContentMax = 2 << 10
 )
@@ -434,6 +438,9 @@ func (j *job) finalAnswer(ctx context.Context, round int) (string, error) {
 		if j.contentMode != ContentCallsOff && strings.TrimSpace(text) != "" {
 			reason = debrisReason(text, j.toolSchema)
 		}
+		if classifyFinish(resp.FinishReason) == finishMalformedCall {
+			reason = malformedReason(resp.FinishReason) // a call, so no answer
+		}
 		if strings.TrimSpace(text) != "" && reason == "" {
 			return text, nil
 		}
@@ -723,14 +730,21 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 		msg, origin := j.readContent(msg, round)
 		// reask sends the corrective request, or ends the job when it
 		// was sent already.
-		reask := func(reason string) error {
+		reask := func(reason, format string) error {
 			if reasked {
 				return j.modelErr(fmt.Errorf("%w: %s", ErrMalformedCall, reason))
 			}
-			reasked, note = true, fmt.Sprintf(reaskNote, reason)
+			reasked, note = true, fmt.Sprintf(format, reason)
 			tools, toolToks = j.tools, j.toolToks
 			j.emitReask(ctx, round, attempt, reason, resp.Message.Content, false)
 			return nil
+		}
+		if len(msg.ToolCalls) == 0 && classifyFinish(resp.FinishReason) == finishMalformedCall {
+			// The model meant a call: its text, if any, is no answer.
+			if err := reask(malformedReason(resp.FinishReason), malformedNote); err != nil {
+				return turn{}, err
+			}
+			continue
 		}
 		if len(msg.ToolCalls) == 0 {
 			if answer := answerText(msg.Content); strings.TrimSpace(answer) != "" {
@@ -741,7 +755,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 					msg.Content, msg.ReasoningContent, msg.Reasoning, msg.ReasoningDetails = answer, nil, nil, nil
 					return turn{msg: msg}, nil
 				}
-				if err := reask(reason); err != nil {
+				if err := reask(reason, reaskNote); err != nil {
 					return turn{}, err
 				}
 				continue
@@ -784,7 +798,7 @@ func (j *job) ask(ctx context.Context, round int) (turn, error) {
 			var reason string
 			msg, calls, origin, reason = dropInvalidRecovered(msg, calls, origin)
 			if len(calls) == 0 {
-				if err := reask(reason); err != nil {
+				if err := reask(reason, reaskNote); err != nil {
 					return turn{}, err
 				}
 				continue

@@ -145,6 +145,40 @@ func TestOtherServersReplies(t *testing.T) {
 		{name: "finish_reason error",
 			replies: []llmtest.Reply{rawReply(`{"role":"assistant","content":"Lima"}`, "error"), final},
 			wantErr: agentloop.ErrReplyAbandoned, wantRequests: 1, wantMsg: []string{`model "test-model"`, `finish_reason "error"`}},
+		// DeepSeek's API: the reply was cut short for want of resources,
+		// which another attempt may not meet. Before: the partial text
+		// was the job's answer.
+		{name: "finish_reason insufficient_system_resource",
+			replies: []llmtest.Reply{rawReply(`{"role":"assistant","content":"Lima is"}`, "insufficient_system_resource"), final},
+			wantErr: agentloop.ErrReplyAbandoned, wantRequests: 1, wantMsg: []string{`finish_reason "insufficient_system_resource"`}},
+		// Claude's stop_reason refusal and Bedrock's guardrail, passed on
+		// by proxies. Before: the text was the answer.
+		{name: "finish_reason refusal through a proxy",
+			replies: []llmtest.Reply{rawReply(`{"role":"assistant","content":"I can't help with that."}`, "refusal"), final},
+			wantErr: agentloop.ErrRefused, wantRequests: 1, wantMsg: []string{`finish_reason "refusal"`}},
+		{name: "finish_reason guardrail_intervened",
+			replies: []llmtest.Reply{rawReply(`{"role":"assistant","content":"Sorry, the model cannot answer this question."}`, "guardrail_intervened"), final},
+			wantErr: agentloop.ErrRefused, wantRequests: 1, wantMsg: []string{`finish_reason "guardrail_intervened"`}},
+		// Gemini's MALFORMED_FUNCTION_CALL (behind proxies): the model
+		// meant a call the server could not read. It is asked again as
+		// for a call written into the text. Before: the text with it was
+		// the job's answer; with none, the nudge said the reply was empty,
+		// and a second one failed the job as an empty response.
+		{name: "MALFORMED_FUNCTION_CALL, then the call",
+			replies: []llmtest.Reply{rawReply(`{"role":"assistant","content":"Let me look that up."}`, "MALFORMED_FUNCTION_CALL"),
+				rawReply(rawCalls(rawCall("c1", "get_weather", limaArgs)), "tool_calls"), final},
+			wantAnswer: "Lima is sunny.", wantRequests: 3, wantServerCalls: 1,
+			wantCall: `get_weather({"city":"Lima"})`, wantResult: "weather in Lima: 21c, sunny"},
+		{name: "MALFORMED_FUNCTION_CALL twice",
+			replies: []llmtest.Reply{rawReply(`{"role":"assistant","content":null}`, "MALFORMED_FUNCTION_CALL"),
+				rawReply(`{"role":"assistant","content":""}`, "MALFORMED_FUNCTION_CALL")},
+			wantErr: agentloop.ErrMalformedCall, wantRequests: 2,
+			wantMsg: []string{`model "test-model"`, `the server could not read the tool call it made (finish_reason "MALFORMED_FUNCTION_CALL")`}},
+		{name: "MALFORMED_FUNCTION_CALL when asked for the final answer", maxRounds: 1,
+			replies: []llmtest.Reply{rawReply(rawCalls(rawCall("c1", "get_weather", limaArgs)), "tool_calls"),
+				rawReply(`{"role":"assistant","content":"Let me check once more."}`, "MALFORMED_FUNCTION_CALL"), final},
+			wantAnswer: "Lima is sunny.", wantRequests: 3, wantServerCalls: 1,
+			wantCall: `get_weather({"city":"Lima"})`, wantResult: "weather in Lima: 21c, sunny"},
 		{name: "think block before the answer",
 			replies:    []llmtest.Reply{rawReply(`{"role":"assistant","content":"<think>\nThe user asks about Lima. It is sunny.\n</think>\n\nLima is sunny."}`, "stop")},
 			wantAnswer: "Lima is sunny.", wantRequests: 1},
@@ -232,8 +266,12 @@ func TestOtherServersReplies(t *testing.T) {
 				t.Errorf("result %s, want %q for %s", mustJSON(t, results[0]), tc.wantResult, calls[0].ID)
 			}
 			// What the server is sent back is what ran.
-			sent := s.Requests()[1].Messages
-			if got := sent[len(sent)-2].ToolCalls; len(got) != 1 || got[0].Function != calls[0].Function {
+			reqs := s.Requests()
+			var got []llm.ToolCall
+			for _, m := range reqs[len(reqs)-1].Messages {
+				got = append(got, m.ToolCalls...)
+			}
+			if len(got) != 1 || got[0].Function != calls[0].Function {
 				t.Errorf("sent back %s", mustJSON(t, got))
 			}
 		})

@@ -18,25 +18,38 @@ import (
 type finishKind int
 
 const (
-	finishOther     finishKind = iota
-	finishLength               // cut off at the output token limit
-	finishFiltered             // stopped by a content filter
-	finishAbandoned            // the server gave up on the generation
+	finishOther         finishKind = iota
+	finishLength                   // cut off at the output token limit
+	finishFiltered                 // stopped by a content filter
+	finishAbandoned                // the server gave up on the generation
+	finishMalformedCall            // the server could not read the call the model made
 )
 
 // classifyFinish reads a finish reason: OpenAI's, and the names proxies
-// pass on from Anthropic (max_tokens), Gemini (MAX_TOKENS, SAFETY,
-// RECITATION, ...), OpenRouter (error) and vLLM (abort).
+// pass on from Anthropic (max_tokens, refusal), Gemini (MAX_TOKENS,
+// SAFETY, RECITATION, MALFORMED_FUNCTION_CALL, ...), Bedrock
+// (guardrail_intervened), OpenRouter (error), vLLM (abort) and DeepSeek
+// (insufficient_system_resource: cut short for want of resources).
 func classifyFinish(reason string) finishKind {
 	switch strings.ToLower(strings.TrimSpace(reason)) {
 	case "length", "max_tokens", "max_output_tokens", "model_length":
 		return finishLength
-	case "content_filter", "safety", "recitation", "blocklist", "prohibited_content", "spii", "image_safety":
+	case "content_filter", "safety", "recitation", "blocklist", "prohibited_content", "spii", "image_safety",
+		"refusal", "guardrail_intervened":
 		return finishFiltered
-	case "error", "abort":
+	case "error", "abort", "insufficient_system_resource":
 		return finishAbandoned
+	case "malformed_function_call":
+		return finishMalformedCall
 	}
 	return finishOther
+}
+
+// malformedReason is what a reply whose finish reason is
+// finishMalformedCall (and which has no call the loop could read) failed
+// by.
+func malformedReason(finish string) string {
+	return fmt.Sprintf("the server could not read the tool call it made (finish_reason %q)", finish)
 }
 
 // replyError judges a reply by its finish reason: nil when it may be used.
