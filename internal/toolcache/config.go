@@ -733,6 +733,9 @@ func nearMissKeys(entry json.RawMessage) error {
 			near = 1
 		}
 		for _, known := range serverKeys {
+			if len(k) > len(known)+near || len(known) > len(k)+near {
+				continue // farther than near by length alone (and a long key costs its length squared)
+			}
 			if strings.EqualFold(k, known) || textdist.Distance(strings.ToLower(k), strings.ToLower(known)) <= near {
 				return fmt.Errorf("unknown key %q: did you mean %q?", k, known)
 			}
@@ -752,7 +755,7 @@ func (d jsonDoc) entryError(entry jsonPath, err error) error {
 	name := entry[len(entry)-1]
 	var de *durationError
 	if errors.As(err, &de) {
-		path := entry.with("callTimeout") // the one Duration
+		path := append(slices.Clone(entry), "callTimeout") // the one Duration
 		return fmt.Errorf("toolcache: %s: %s (at %s)", path, de.msg, d.position(d.spanOf(path)))
 	}
 	var te *json.UnmarshalTypeError

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -53,10 +54,6 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
-}
-
-func (p jsonPath) with(e any) jsonPath {
-	return append(p[:len(p):len(p)], e)
 }
 
 // jsonDoc is a servers file as read (orig) and as parsed (data: orig with
@@ -114,14 +111,17 @@ func (e *dupKeyError) Error() string {
 
 // walk calls f with the path and byte span of each value of d.data (which
 // must be valid JSON) in document order; a container is visited at its
-// start, with end -1. f returning false ends the walk. A key given twice
+// start, with end -1. f returning false ends the walk. The path is only
+// f's to read during the call: f must copy it to keep it (one slice
+// serves the whole walk, so that a deep document costs its depth once). A key given twice
 // in one object (at the top level also "mcpServers" and "MCPServers",
 // which encoding/json reads as one) is a *dupKeyError: encoding/json
 // keeps one of the two, silently.
 func (d jsonDoc) walk(f func(path jsonPath, start, end int) bool) error {
 	dec := json.NewDecoder(bytes.NewReader(d.data))
 	dec.UseNumber()
-	err := d.walkValue(dec, nil, f)
+	var path jsonPath
+	err := d.walkValue(dec, &path, f)
 	if errors.Is(err, errStopWalk) {
 		return nil
 	}
@@ -137,7 +137,8 @@ func (d jsonDoc) next(off int64) int {
 	return i
 }
 
-func (d jsonDoc) walkValue(dec *json.Decoder, path jsonPath, f func(jsonPath, int, int) bool) error {
+func (d jsonDoc) walkValue(dec *json.Decoder, stack *jsonPath, f func(jsonPath, int, int) bool) error {
+	path := *stack
 	start := d.next(dec.InputOffset())
 	tok, err := dec.Token()
 	if err != nil {
@@ -168,18 +169,22 @@ func (d jsonDoc) walkValue(dec *json.Decoder, path jsonPath, f func(jsonPath, in
 				folded = strings.ToLower(key)
 			}
 			if first, ok := seen[folded]; ok {
-				return &dupKeyError{path: path, key: key, otherKey: firstString(d.data[first:]), first: d.position(first), second: d.position(at)}
+				return &dupKeyError{path: slices.Clone(path), key: key, otherKey: firstString(d.data[first:]), first: d.position(first), second: d.position(at)}
 			}
 			seen[folded] = at
-			if err := d.walkValue(dec, path.with(key), f); err != nil {
+			*stack = append(path, key)
+			if err := d.walkValue(dec, stack, f); err != nil {
 				return err
 			}
+			*stack = path
 		}
 	case '[':
 		for i := 0; dec.More(); i++ {
-			if err := d.walkValue(dec, path.with(i), f); err != nil {
+			*stack = append(path, i)
+			if err := d.walkValue(dec, stack, f); err != nil {
 				return err
 			}
+			*stack = path
 		}
 	}
 	_, err = dec.Token() // the closing delimiter
@@ -239,7 +244,7 @@ func (d jsonDoc) valueAt(prefix jsonPath, off int64) (jsonPath, int, bool) {
 			return true
 		}
 		if end == abs || end < 0 && start+1 == abs {
-			path, at = p, start
+			path, at = slices.Clone(p), start
 			return false
 		}
 		return true

@@ -2,6 +2,7 @@ package toolcache
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,53 @@ func TestConfigEditorVariables(t *testing.T) {
 	// A shell's ${1:-x} in a script is no VS Code variable.
 	if _, err := ParseConfigWithEnv([]byte(`{"servers": {"x": {"command": "sh", "args": ["-c", "exec srv ${1:-8080}"]}}}`), noEnv); err != nil {
 		t.Errorf("a shell default: %v", err)
+	}
+}
+
+// BenchmarkParseConfigShapes: a servers file's cost grows with its size,
+// whatever its shape (go test -bench ParseConfigShapes ./internal/toolcache).
+// An array nested near encoding/json's depth limit took a second
+// (its path was copied at each level); a key of a megabyte took half a
+// second (its edit distance to each known key).
+func BenchmarkParseConfigShapes(b *testing.B) {
+	var many strings.Builder
+	many.WriteString(`{"mcpServers": {`)
+	for i := range 5000 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `"s%d": {"command": "srv", "args": ["--a", "b"], "env": {"A": "1"}, "autoApprove": ["x"]}`, i)
+	}
+	many.WriteString(`}}`)
+	for name, in := range map[string]string{
+		"many servers": many.String(),
+		"deep":         `{"mcpServers": {"x": {"command": "a", "autoApprove": ` + strings.Repeat("[", 9990) + strings.Repeat("]", 9990) + `}}}`,
+		"long key":     `{"mcpServers": {"x": {"command": "a", "` + strings.Repeat("k", 1<<20) + `": 1}}}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				if _, err := ParseConfigWithEnv([]byte(in), noEnv); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestConfigWalkDepth: walking a document nested near encoding/json's
+// depth limit copied the path at each level (a second, for a file that
+// parses in milliseconds): its allocations now do not grow with the
+// depth. Not parallel: AllocsPerRun counts every goroutine's.
+func TestConfigWalkDepth(t *testing.T) { //nolint:paralleltest // AllocsPerRun counts every goroutine's allocations
+	const depth = 9000
+	doc := newJSONDoc([]byte(`{"a": ` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`))
+	allocs := testing.AllocsPerRun(2, func() {
+		if err := doc.walk(func(jsonPath, int, int) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > depth/10 {
+		t.Errorf("%v allocations for a depth of %d", allocs, depth)
 	}
 }
