@@ -11,13 +11,12 @@ import (
 
 // CheckHistory reports the first way msgs (a job's history) is not a chat
 // history that OpenAI-compatible servers take, naming the message by its
-// index in msgs: a role other than system, user, assistant and tool; a
-// tool call without an id or a name; a tool result without a
+// index in msgs: a role other than system, developer, user, assistant and
+// tool; a tool call without an id or a name; a tool result without a
 // tool_call_id, or for no call of the assistant turn just before it (the
 // turn's results come right after it, in any order, one per call); a
-// call without its result there. OpenAI's API
-// refuses each (400), after the job was taken and its first request
-// sent; a stored transcript, raw or reflected, passes. An id used again
+// call without its result there. OpenAI's API refuses each (400), after
+// the job was taken and its first request sent; a stored transcript, raw or reflected, passes. An id used again
 // in a later turn (servers that send "call_0" every time) is taken: the
 // loop gives new calls ids of their own.
 func CheckHistory(msgs []llm.Message) error {
@@ -55,9 +54,9 @@ func CheckHistory(msgs []llm.Message) error {
 			return err
 		}
 		switch m.Role {
-		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant:
+		case llm.RoleSystem, "developer", llm.RoleUser, llm.RoleAssistant: // developer: OpenAI's newer name for system
 		default:
-			return fmt.Errorf("history[%d]: role %q is not system, user, assistant or tool", i, m.Role)
+			return fmt.Errorf("history[%d]: role %q is not system, developer, user, assistant or tool", i, m.Role)
 		}
 		turn = i
 		for k, c := range m.ToolCalls {
