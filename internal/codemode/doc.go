@@ -99,6 +99,9 @@
 //   - WallTime: an interrupt from a watchdog goroutine, also on context
 //     cancellation; the Host.Call context is cancelled too.
 //   - MaxCalls: the call after the last allowed one ends the execution.
+//   - MaxValues: likewise for clock reads and random values together
+//     (the agent loop journals each; a busy wait on Date.now() wrote
+//     entries until the wall time).
 //   - MaxStackDepth: goja's call-stack limit.
 //   - MaxCode: the size of the code.
 //   - MaxOutput: not an error; the output is cut with a marker.

@@ -83,6 +83,11 @@ type Limits struct {
 	MaxMemory int64
 	// MaxCode bounds the size of the code in bytes.
 	MaxCode int
+	// MaxValues bounds the clock reads and random values of one execution
+	// (Host.Now and Host.Random calls together); the next one ends it.
+	// The agent loop journals each durably, so a loop on Date.now() (a
+	// busy wait: code mode has no timers) wrote entries without end.
+	MaxValues int
 
 	// grace is how long Run waits for a stopped runtime to notice before
 	// abandoning it; tests shorten it.
@@ -110,6 +115,7 @@ var DefaultLimits = Limits{
 	MaxStackDepth: 1000,
 	MaxMemory:     256 << 20,
 	MaxCode:       64 << 10,
+	MaxValues:     10_000,
 }
 
 // abandonGrace is how long a runtime that was told to stop may keep
@@ -135,6 +141,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxCode <= 0 {
 		l.MaxCode = d.MaxCode
+	}
+	if l.MaxValues <= 0 {
+		l.MaxValues = d.MaxValues
 	}
 	if l.grace <= 0 {
 		l.grace = abandonGrace
@@ -162,7 +171,7 @@ var ErrLimit = errors.New("codemode: limit reached")
 
 // LimitError ends an execution that reached a limit.
 type LimitError struct {
-	Limit   string // "wall time", "tool calls", "memory", "call stack", "code size"
+	Limit   string // "wall time", "tool calls", "memory", "call stack", "code size", "clock and random values"
 	Message string // for the model
 }
 

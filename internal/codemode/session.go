@@ -468,6 +468,9 @@ func (s *session) now() (ms int64) {
 	if s.host == nil {
 		return time.Now().UnixMilli()
 	}
+	if s.valuesOver() {
+		return 0
+	}
 	seq := s.nowSeq
 	s.nowSeq++
 	defer func() {
@@ -479,11 +482,25 @@ func (s *session) now() (ms int64) {
 	return s.host.Now(seq)
 }
 
+// valuesOver stops the execution when it read Limits.MaxValues clock
+// and random values already (hostMu held).
+func (s *session) valuesOver() bool {
+	if s.nowSeq+s.randSeq < s.lim.MaxValues {
+		return false
+	}
+	s.stop(limitErr("clock and random values", "execution stopped: the limit of %d clock reads and random values per execution "+
+		"was reached (code mode has no timers: a loop on Date.now() does not wait)", s.lim.MaxValues))
+	return true
+}
+
 // random is the runtime's Math.random: Host.Random, in order.
 func (s *session) random() (v float64) {
 	s.hostMu.Lock()
 	defer s.hostMu.Unlock()
 	if s.closed || s.host == nil {
+		return 0
+	}
+	if s.valuesOver() {
 		return 0
 	}
 	seq := s.randSeq
