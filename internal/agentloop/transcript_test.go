@@ -228,10 +228,10 @@ return [a, b, who].join(" ")`),
 			if retries == 0 {
 				retries = -1
 			}
-			run := func(t *testing.T, history []llm.Message) *agentloop.Result {
+			run := func(t *testing.T, history []llm.Message, mode agentloop.Mode, replies ...llmtest.Reply) *agentloop.Result {
 				t.Helper()
-				s := llmtest.NewServer(t, tc.replies...)
-				in := agentloop.Input{JobID: t.Name(), Task: "go", History: history, Tools: tools, Mode: tc.mode, MaxRounds: tc.maxRounds}
+				s := llmtest.NewServer(t, replies...)
+				in := agentloop.Input{JobID: t.Name(), Task: "go", History: history, Tools: tools, Mode: mode, MaxRounds: tc.maxRounds}
 				if tc.client {
 					in.ClientTools = []clienttools.Decl{ask, shadow}
 					in.ClientCaller = func(_ context.Context, name string, args json.RawMessage) (string, error) {
@@ -274,13 +274,29 @@ return [a, b, who].join(" ")`),
 				}
 				return res
 			}
-			res := run(t, nil)
+			res := run(t, nil, tc.mode, tc.replies...)
+			for _, ig := range reflect.Ignore(res.Records) {
+				t.Errorf("record not reflected: %+v", ig)
+			}
+			// The stored (reflected) transcript is history for a new job, in
+			// any mode; a failed job's too.
+			history := reflect.Rewrite(res.Messages, res.Records)
+			if err := agentloop.CheckHistory(history); err != nil {
+				t.Errorf("CheckHistory of the stored transcript: %v", err)
+			}
 			if tc.failing {
 				return
 			}
 			t.Run("continued", func(t *testing.T) {
-				run(t, reflect.Rewrite(res.Messages, res.Records))
+				run(t, history, tc.mode, tc.replies...)
 			})
+			for _, mode := range []agentloop.Mode{agentloop.ModeFull, agentloop.ModeSearch, agentloop.ModeCode} {
+				if mode != tc.mode {
+					t.Run("continued in "+string(mode), func(t *testing.T) {
+						run(t, history, mode, textReply("continued"))
+					})
+				}
+			}
 		})
 	}
 }
