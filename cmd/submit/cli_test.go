@@ -160,6 +160,13 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--allow", " , ", "echo:x"}, `--allow " , " names no tool`, "names no tool"},
 		{[]string{"watch"}, "watch takes one job id", "watch"},
 		{[]string{"cancel", "a", "b"}, "cancel takes one job id", "cancel"},
+		// An empty value was left out of the job: the worker's default ran.
+		{[]string{"--queue", "", "echo:x"}, `--queue is empty: the job would go to the queue "default"`, "is empty"},
+		{[]string{"--model=", "echo:x"}, "--model is empty: the job would run with the worker's model", "is empty"},
+		{[]string{"--system", "", "echo:x"}, "--system is empty: the job would run with the worker's system prompt", "is empty"},
+		{[]string{"--mode", "", "echo:x"}, "--mode is empty", "is empty"},
+		{[]string{"--timeout", "", "echo:x"}, "--timeout is empty: the job would run with the worker's timeout", "is empty"},
+		{[]string{"--file", "tasks.jsonl", "--queue", ""}, "--queue is empty", "is empty"},
 		// A command given as a flag, or another command's flag, was refused
 		// as an unknown flag only.
 		{[]string{"--watch", "job-1"}, "unknown flag: --watch: watch is a command, given first: submit watch ID", "is a command"},

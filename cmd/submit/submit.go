@@ -205,6 +205,19 @@ func (f *jobFlags) check() error {
 				f.timeout, time.Duration(math.MaxInt64).Truncate(time.Hour))
 		}
 	}
+	for _, fl := range []struct{ name, value, instead string }{
+		{"queue", f.queue, `go to the queue "default"`},
+		{"model", f.model, "run with the worker's model"},
+		{"system", f.system, "run with the worker's system prompt (a job cannot ask for none)"},
+		{"mode", f.mode, "run in the worker's tool mode"},
+		{"timeout", f.timeout, "run with the worker's timeout"},
+	} {
+		// Left out of the job, an empty value is the worker's default:
+		// --queue "$QUEUE" with QUEUE unset sent the job to another pool.
+		if f.set[fl.name] && fl.value == "" {
+			return usagef("--%s is empty: the job would %s; give a value, or leave --%s out for that", fl.name, fl.instead, fl.name)
+		}
+	}
 	if f.set["allow"] && splitList(f.allow) == nil {
 		// An empty allow list is no filter: --allow "$TOOLS" with TOOLS
 		// unset offered the job every tool.
