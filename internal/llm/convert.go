@@ -188,12 +188,12 @@ func mergeChoices(resp *Response, choices []openai.ChatCompletionChoice) {
 	var texts, refusals []string
 	resp.Message.Role = RoleAssistant
 	for i, ch := range choices {
-		m := choiceMessage(ch)
+		m, refusal := choiceMessage(ch)
 		if m.Content != "" {
 			texts = append(texts, m.Content)
 		}
-		if ch.Message.Refusal != "" {
-			refusals = append(refusals, ch.Message.Refusal)
+		if refusal != "" {
+			refusals = append(refusals, refusal)
 		}
 		resp.Message.ToolCalls = append(resp.Message.ToolCalls, m.ToolCalls...)
 		if resp.Message.ReasoningContent == nil {
@@ -213,10 +213,29 @@ func mergeChoices(resp *Response, choices []openai.ChatCompletionChoice) {
 	resp.Refusal = strings.Join(refusals, "\n")
 }
 
-// choiceMessage is one choice's assistant message.
-func choiceMessage(ch openai.ChatCompletionChoice) Message {
-	msg := Message{Role: RoleAssistant, Content: contentText(ch.Message)}
-	for _, tc := range ch.Message.ToolCalls {
+// choiceMessage is one choice's assistant message, and its refusal.
+func choiceMessage(ch openai.ChatCompletionChoice) (Message, string) {
+	m := ch.Message
+	if raw := strings.TrimSpace(ch.JSON.Message.Raw()); raw == "" || raw == "null" {
+		// No message: a stream chunk's "delta" (a proxy that streams from
+		// upstream and sends the chunk whole), or a legacy completion's
+		// "text". Read as the message they stand for.
+		var alt struct {
+			Delta json.RawMessage `json:"delta"`
+			Text  *string         `json:"text"`
+		}
+		if json.Unmarshal([]byte(ch.RawJSON()), &alt) == nil {
+			var d openai.ChatCompletionMessage
+			switch {
+			case len(alt.Delta) > 0 && json.Unmarshal(alt.Delta, &d) == nil:
+				m = d
+			case alt.Text != nil:
+				return Message{Role: RoleAssistant, Content: *alt.Text}, ""
+			}
+		}
+	}
+	msg := Message{Role: RoleAssistant, Content: contentText(m)}
+	for _, tc := range m.ToolCalls {
 		// Every call is a function call, as it is sent back (messageParam).
 		// A custom tool call (OpenAI's {"type": "custom", "custom": {"name",
 		// "input"}}), though only functions are offered, is read as one
@@ -237,16 +256,16 @@ func choiceMessage(ch openai.ChatCompletionChoice) Message {
 		msg.ToolCalls = append(msg.ToolCalls, call)
 	}
 	//nolint:staticcheck // deliberately read: the deprecated field is what those servers send
-	if fc := ch.Message.FunctionCall; len(msg.ToolCalls) == 0 && fc.Name != "" {
+	if fc := m.FunctionCall; len(msg.ToolCalls) == 0 && fc.Name != "" {
 		// The deprecated function_call, which older servers still send
 		// instead of tool_calls: the same call, without an id.
 		msg.ToolCalls = []ToolCall{{Type: "function", Function: FunctionCall{Name: fc.Name, Arguments: fc.Arguments}}}
 	}
-	extra := ch.Message.JSON.ExtraFields
+	extra := m.JSON.ExtraFields
 	msg.ReasoningContent = rawField(extra["reasoning_content"])
 	msg.Reasoning = rawField(extra["reasoning"])
 	msg.ReasoningDetails = rawField(extra["reasoning_details"])
-	return msg
+	return msg, m.Refusal
 }
 
 // maxTokenCount bounds a reported token count: no reply costs a trillion

@@ -139,6 +139,18 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 		{name: "custom tool call",
 			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"custom","custom":{"name":"get_weather","input":"{\"city\":\"Lima\"}"}}]}`, "tool_calls")}},
 			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
+		// A choice without a message: a stream chunk's "delta" (a proxy
+		// that streams from upstream and sends the chunk whole), or a
+		// legacy completion's "text". Before: the reply read as empty, so
+		// the loop nudged it and then failed it as "no text and no tool
+		// call".
+		{name: "a stream chunk's delta as the reply",
+			replies: []llmtest.Reply{{Body: `{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"Let me check.",` +
+				`"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}}]},"finish_reason":"tool_calls"}]}`}},
+			wantRequests: 1, wantContent: "Let me check.", wantCall: `get_weather({"city":"Lima"})`},
+		{name: "a legacy completion's text",
+			replies:      []llmtest.Reply{{Body: `{"id":"x","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"The answer is 42.","finish_reason":"stop"}]}`}},
+			wantRequests: 1, wantContent: "The answer is 42."},
 		{name: "body over MaxReplyBytes",
 			replies:      []llmtest.Reply{{Content: strings.Repeat("x", 5000)}, ok},
 			wantRequests: 1, wantErr: []string{"unusable reply (status 200): a body larger than 4096 bytes (MaxReplyBytes)"}, badReply: true},
