@@ -139,6 +139,20 @@ func attacks() []attack {
 		// spread of 100 million characters in one native step.
 		{name: "with shadowing the spread guard", code: `with ({["__codemode" + "_guard__"]: x => x}) { ({..."x".repeat(5000)}) }`, lim: small, wantErr: "SyntaxError: with is not available in code mode (line 1): name the object instead"},
 		{name: "with shadowing the for-in guard", code: "const o = {};\no[\"__codemode_guard__\"] = x => x;\nwith (o) { for (const k in \"x\".repeat(5000)) {} }", lim: small, wantErr: "SyntaxError: with is not available in code mode (line 3)"},
+		// A Proxy went past the key guards: they read a Proxy of a String
+		// object as no string, and an array's length through the Proxy's
+		// trap, while the built-in listed the target's keys natively, one
+		// per character or element (at the default limits, 130 million).
+		{name: "Object.keys of a Proxy of a String object", code: `Object.keys(new Proxy(new String("x".repeat(5000)), {}))`, lim: small, wantErr: "RangeError: Object.keys of a string: 5000 characters is over the code-mode limit"},
+		{name: "spread of a Proxy of a String object", code: `({...new Proxy(new Proxy(new String("x".repeat(5000)), {}), {})})`, lim: small, wantErr: "RangeError: spreading or enumerating the keys of a string"},
+		{name: "for-in over a Proxy of a String object", code: `for (const k in new Proxy(new String("x".repeat(5000)), {})) {}`, lim: small, wantErr: "RangeError: spreading or enumerating the keys of a string"},
+		{name: "Object.keys of a Proxy with a lying length", code: `Object.keys(new Proxy(new Array(16000).fill(0), {get: (t, k) => k === "length" ? 1 : t[k]}))`, lim: small, wantErr: "RangeError: Object.keys of an array: 16000 elements"},
+		{name: "getOwnPropertySymbols of a Proxy of a String object", code: `Object.getOwnPropertySymbols(new Proxy(new String("x".repeat(5000)), {}))`, lim: small, wantErr: "RangeError: Object.getOwnPropertySymbols of a string"},
+		{name: "JSON.stringify of a Proxy of a String object", code: `JSON.stringify({a: [new Proxy(new String("x".repeat(5000)), {})]})`, lim: small, wantErr: "RangeError: JSON.stringify of a string"},
+		{name: "Object.freeze of a String object", code: `Object.freeze(new String("x".repeat(5000)))`, lim: small, wantErr: "RangeError: Object.freeze of a string"},
+		{name: "Object.isSealed of a long array", code: `Object.isSealed(new Array(16000).fill(0))`, lim: small, wantErr: "RangeError: Object.isSealed of an array"},
+		{name: "what the key guards let through", code: `[Object.isFrozen(Object.freeze({a: 1})), Object.isSealed(Object.seal([1])), JSON.stringify(new Proxy({a: [1]}, {})), Object.getOwnPropertySymbols({[Symbol.iterator]: 1}).length, Object.freeze(1), Object.isFrozen("x".repeat(5000)), Object.keys(new Proxy(new String("ab"), {}))]`, lim: small,
+			want: `[true,true,"{\"a\":[1]}",1,1,true,["0","1"]]`},
 		{name: "spreading a long array into an object", code: `({...new Array(5000).fill(0)})`, lim: small, wantErr: "RangeError: spreading or enumerating the keys of an array"},
 
 		// Time: the interrupt reaches loops, microtasks and async recursion.

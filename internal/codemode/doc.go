@@ -131,8 +131,9 @@
 // and split, every Array.prototype method (over the receiver's length;
 // join, toLocaleString, concat and flat over their result), Array.from,
 // String.raw, apply and Reflect.apply/construct (at most 131072
-// arguments), Object.keys/values/entries/assign and object spread and
-// for-in of a string or an array (the code is rewritten to pass the
+// arguments), Object.keys/values/entries/assign/freeze/seal (and the like)
+// and object spread and for-in of a string or an array (a Proxy judged by
+// its innermost target, whose keys the built-in lists) (the code is rewritten to pass the
 // operand through a guard, which is why with, which could put a
 // property of that name in scope, is refused when the code is parsed),
 // and JSON.parse and JSON.stringify (at most

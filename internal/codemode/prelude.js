@@ -29,7 +29,7 @@
 
   const MAX_STR = h.maxStr, MAX_ELEMS = h.maxElems, MAX_KEYS = h.maxKeys;
   const MAX_DEPTH = h.maxDepth, MAX_ARGS = h.maxArgs, MAX_FLAT = 100, MAX_OUT = h.maxOutput;
-  const jsonDepth = h.jsonDepth, jsonSize = h.jsonSize, overflow = h.overflow, scan = h.scan, emit = h.emit, hostCall = h.call, explain = h.explain;
+  const proxyTarget = h.target, jsonDepth = h.jsonDepth, jsonSize = h.jsonSize, overflow = h.overflow, scan = h.scan, emit = h.emit, hostCall = h.call, explain = h.explain;
 
   function refuse(what, n, max, unit) {
     throw new RangeErrorC(what + ": " + n + " " + unit + " is over the code-mode limit of " + max);
@@ -89,10 +89,15 @@
   // one property (Object.keys: a string each; entries: an array each) per
   // character or element, made in one native step (Object.entries of an
   // array of 4 million elements allocated 3.4 GB in 11 s).
+  // A Proxy is checked by what it wraps (h.target: its innermost target,
+  // read in Go, no trap run): the keys come from the target natively, and
+  // a Proxy of a String object or of an array with a lying length trap
+  // went past the check with all its keys.
   function checkKeys(what, v) {
-    const n = strLen(v);
+    const t = proxyTarget(v);
+    const n = strLen(t);
     if (n > MAX_KEYS) refuse(what + " of a string", n, MAX_KEYS, "characters");
-    if (isArray(v) && lengthOf(v) > MAX_KEYS) refuse(what + " of an array", lengthOf(v), MAX_KEYS, "elements");
+    if (isArray(t) && lengthOf(t) > MAX_KEYS) refuse(what + " of an array", lengthOf(t), MAX_KEYS, "elements");
     return v;
   }
 
@@ -540,8 +545,19 @@
   // Object keys from a string: one property per character, so strings
   // over MAX_KEYS characters are refused (also in object spread and
   // for-in, through the guard the code is rewritten to call).
-  for (const key of ["keys", "values", "entries", "getOwnPropertyNames", "getOwnPropertyDescriptors"]) {
+  // getOwnPropertySymbols lists every own key natively before it keeps
+  // the symbols.
+  for (const key of ["keys", "values", "entries", "getOwnPropertyNames", "getOwnPropertyDescriptors", "getOwnPropertySymbols"]) {
     replace(O, key, (orig) => ({ m(o) { checkKeys("Object." + key, o); return apply(orig, this, [o]); } }).m);
+  }
+  // So do freeze, seal, isFrozen and isSealed of an object
+  // (Object.freeze(new String(s)) made one key per character); a
+  // primitive is returned as it is.
+  for (const key of ["freeze", "seal", "isFrozen", "isSealed"]) {
+    replace(O, key, (orig) => ({ m(o) {
+      if (typeof o === "object" && o !== null) checkKeys("Object." + key, o);
+      return apply(orig, this, [o]);
+    } }).m);
   }
   replace(O, "assign", (orig) => ({ assign(target, ...sources) {
     for (let i = 0; i < sources.length; i++) checkKeys("Object.assign", sources[i]);
@@ -586,6 +602,9 @@
     }
     function replacerFn(key, v) {
       if (userFn !== undefined) v = apply(userFn, this, [key, v]);
+      // A Proxy (of a String object: no [[StringData]]) is written as an
+      // object, its keys listed natively from the target first.
+      if (typeof v === "object" && v !== null && proxyTarget(v) !== v) checkKeys("JSON.stringify", v);
       if (typeof v === "string") checkEscapes(v);
       if (key.length > MAX_ESC) checkEscapes(key);
       if (typeof v === "object" && v !== null) {

@@ -33,6 +33,9 @@ const maxJSONDepth = 1000
 // nothing else: a Proxy of an Array exports as goja.Proxy.
 var arrayType = reflect.TypeOf([]any{})
 
+// proxyType is the export type of a Proxy.
+var proxyType = reflect.TypeOf(goja.Proxy{})
+
 // maxArgs bounds the argument list of apply and Reflect.apply/construct.
 const maxArgs = 1 << 17
 
@@ -301,6 +304,20 @@ func (s *session) setup() error {
 		"idents":    vm.NewArray(idents...),
 		"jsonDepth": func(c goja.FunctionCall) goja.Value {
 			return vm.ToValue(jsonDepth(c.Argument(0).String(), maxJSONDepth))
+		},
+		"target": func(c goja.FunctionCall) goja.Value {
+			v := c.Argument(0)
+			for {
+				o, ok := v.(*goja.Object)
+				if !ok || o.ExportType() != proxyType {
+					return v
+				}
+				t := o.Export().(goja.Proxy).Target()
+				if t == nil { // revoked
+					return v
+				}
+				v = t
+			}
 		},
 		"plainArray": func(c goja.FunctionCall) goja.Value {
 			o, ok := c.Argument(0).(*goja.Object)
