@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -149,10 +150,37 @@ func providerMessage(body []byte) (msg, typ, code string) {
 			return text, "", ""
 		}
 	}
+	if html := htmlPage(body); html != "" {
+		return html, "", ""
+	}
 	if len(body) > 4<<10 {
 		body = body[:4<<10]
 	}
 	return strings.ToValidUTF8(strings.TrimSpace(string(body)), ""), "", ""
+}
+
+// htmlTitle finds an HTML page's title.
+var htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+
+// htmlPage describes body when it is an HTML page (a proxy's, a CDN's or
+// a web server's error page) by its title, or else its start: its markup
+// told nothing and was up to 4 KiB of the job's error. "" for any other
+// body.
+func htmlPage(body []byte) string {
+	t := bytes.TrimSpace(body)
+	head := bytes.ToLower(t[:min(len(t), 512)])
+	if !bytes.HasPrefix(t, []byte("<")) || !(bytes.Contains(head, []byte("<html")) || bytes.Contains(head, []byte("<!doctype html"))) {
+		return ""
+	}
+	if m := htmlTitle.FindSubmatch(t); m != nil {
+		if title := strings.Join(strings.Fields(strings.ToValidUTF8(string(m[1]), "")), " "); title != "" {
+			if len(title) > snippetMax {
+				title = strings.ToValidUTF8(title[:snippetMax], "") + "..."
+			}
+			return fmt.Sprintf("an HTML page titled %q (%d bytes)", title, len(t))
+		}
+	}
+	return fmt.Sprintf("an HTML page (%d bytes): %s", len(t), snippet(t))
 }
 
 // firstOfArray is the first element of a JSON array (Google's APIs, Gemini's

@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jetagent/jetagent/internal/llm"
@@ -57,6 +58,14 @@ func TestFlatErrorBody(t *testing.T) {
 			wantMsg: "Unexpected role 'user' after role 'tool'", wantTy: "invalid_request_message_order"},
 		{name: "no message stays whole", status: 401, body: `{"object":"error","type":"unauthorized"}`,
 			wantMsg: `{"object":"error","type":"unauthorized"}`},
+		// A proxy's or CDN's error page. Before: its first 4 KiB of HTML
+		// were the message, in the job's error, state and events.
+		{name: "an HTML error page", status: 403,
+			body:    "<!DOCTYPE html>\n<html lang=\"en-US\"><head><title>Attention Required! | Cloudflare</title>" + strings.Repeat("<style>.x{color:red}</style>", 300) + "</head><body></body></html>",
+			wantMsg: `an HTML page titled "Attention Required! | Cloudflare" (8515 bytes)`},
+		{name: "an HTML page without a title", status: 404,
+			body:    "<html>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>",
+			wantMsg: `an HTML page (101 bytes): "<html>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
