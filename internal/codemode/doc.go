@@ -132,10 +132,11 @@
 // join, toLocaleString, concat and flat over their result), Array.from,
 // String.raw, apply and Reflect.apply/construct (at most 131072
 // arguments), Object.keys/values/entries/assign/freeze/seal (and the like)
-// and object spread and for-in of a string or an array (a Proxy judged by
-// its innermost target, whose keys the built-in lists) (the code is rewritten to pass the
-// operand through a guard, which is why with, which could put a
-// property of that name in scope, is refused when the code is parsed),
+// and object spread and for-in of a string or an array, a Proxy judged by
+// its innermost target, whose keys the built-in lists (for spread and
+// for-in the code is rewritten to pass the operand through a guard,
+// which is why with, which could put a property of that name in scope,
+// is refused when the code is parsed),
 // and JSON.parse and JSON.stringify (at most
 // 1000 levels; parse at most MaxMemory/64 values and MaxMemory/256 arrays
 // and objects; stringify runs through a replacer, so it can be
