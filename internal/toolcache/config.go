@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
+	"os/exec"
 	"path"
 	"reflect"
 	"regexp"
@@ -16,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jetagent/jetagent/internal/redact"
@@ -143,7 +146,17 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &secs); err != nil {
 		return &durationError{fmt.Sprintf("invalid duration %s (want a string like \"30s\" or seconds)", b)}
 	}
-	*d = Duration(secs * float64(time.Second))
+	// Beyond ±292 years the conversion to nanoseconds overflows (to a
+	// negative duration, whatever the sign); below a nanosecond it
+	// rounds to 0, no timeout at all.
+	ns := secs * float64(time.Second)
+	if math.Abs(ns) >= math.MaxInt64 {
+		return &durationError{fmt.Sprintf("invalid duration %s seconds (at most %d, about 292 years)", b, int64(math.MaxInt64/int64(time.Second)))}
+	}
+	if ns != 0 && math.Abs(ns) < 1 {
+		return &durationError{fmt.Sprintf("invalid duration %s seconds (below a nanosecond, which would be no timeout)", b)}
+	}
+	*d = Duration(ns)
 	return nil
 }
 
@@ -373,6 +386,9 @@ func checkServerNames(names []string) error {
 		if strings.TrimSpace(name) == "" {
 			return fmt.Errorf("toolcache: server %q: a server needs a name (jobs choose servers by name)", name)
 		}
+		if strings.TrimSpace(name) != name || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+			return fmt.Errorf("toolcache: server %q: a name with blanks around it or a control character (jobs choose servers by name)", name)
+		}
 		k := strings.ToLower(name)
 		if other, ok := folded[k]; ok {
 			return fmt.Errorf("toolcache: servers %q and %q: names that differ only in case; rename or remove one", other, name)
@@ -417,6 +433,9 @@ func (sc *ServerConfig) validate() error {
 		if typ != "" && typ != TypeStdio {
 			return fmt.Errorf("type: %q does not go with command (stdio)", sc.Type)
 		}
+		if err := checkCommand(sc.Command); err != nil {
+			return err
+		}
 		typ = TypeStdio
 	default:
 		if typ == TypeStdio {
@@ -425,11 +444,23 @@ func (sc *ServerConfig) validate() error {
 		if typ == "" {
 			typ = TypeHTTP
 		}
+		if strings.TrimSpace(sc.URL) != sc.URL {
+			return fmt.Errorf("url: %q has blanks around it", redact.URL(sc.URL))
+		}
 		if !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://") {
 			return fmt.Errorf("url: %q is not an http(s) URL", redact.URL(sc.URL)) // expanded: may hold a secret
 		}
-		if _, err := url.Parse(sc.URL); err != nil {
+		u, err := url.Parse(sc.URL)
+		if err != nil && len(redact.Secrets(sc.URL)) > 0 {
+			// Its reason may quote part of a credential: of
+			// https://user:p#ss@host, 'invalid port ":p" after host'.
+			return fmt.Errorf("url: %q does not parse (a '#', '/', '?' or '@' in a password or token must be written %%23, %%2F, %%3F, %%40)", redact.URL(sc.URL))
+		}
+		if err != nil {
 			return fmt.Errorf("url: %w", urlError(sc.URL, err)) // url.Parse's own error quotes it whole
+		}
+		if u.Host == "" {
+			return fmt.Errorf("url: %q has no host", redact.URL(sc.URL))
 		}
 	}
 	if typ == TypeStdio && (len(sc.Headers) > 0) {
@@ -484,6 +515,27 @@ func (sc *ServerConfig) validate() error {
 		return fmt.Errorf("protocol: %s is not spoken over sse (the 2024-11-05 transport); use type http", sc.Protocol)
 	}
 	return nil
+}
+
+// checkCommand refuses a command no process can start: blank, or a
+// whole command line ("npx -y server", which exec looks for as one file
+// name) when its first word is a program and the whole is not. Its other
+// words are not quoted: they may hold a key.
+func checkCommand(command string) error {
+	words := strings.Fields(command)
+	switch {
+	case len(words) == 0:
+		return errors.New("command: blank")
+	case len(words) == 1 || strings.Contains(words[0], "/"):
+		return nil
+	}
+	if _, err := exec.LookPath(command); err == nil {
+		return nil
+	}
+	if _, err := exec.LookPath(words[0]); err != nil {
+		return nil // the start says what is missing
+	}
+	return fmt.Errorf("command: %q and %d more words: a command is one program, not run by a shell; put its arguments in args (\"command\": %q, \"args\": [...])", words[0], len(words)-1, words[0])
 }
 
 // checkEnvAndHeaders refuses what would fail every start or request of

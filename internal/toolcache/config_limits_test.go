@@ -2,6 +2,7 @@ package toolcache
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -213,5 +214,54 @@ func TestConfigWalkDepth(t *testing.T) { //nolint:paralleltest // AllocsPerRun c
 	})
 	if allocs > depth/10 {
 		t.Errorf("%v allocations for a depth of %d", allocs, depth)
+	}
+}
+
+// TestConfigValueLimits: values each refused at startup with what is
+// wrong, which were taken and failed later or meant something else: a
+// callTimeout of 1e11 seconds overflowed to "-2562047h47m16s is negative"
+// and one under a nanosecond was no timeout; a blank command, or a whole
+// command line in "command", failed at every start; "https://" had no
+// host; a URL with blanks around it was "not an http(s) URL"; a server
+// name with a newline was taken; url.Parse's reason for a password
+// holding '#' quoted the password's start ('invalid port ":p" after
+// host').
+func TestConfigValueLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, entry, want string }{
+		{"timeout overflow", `{"command": "a", "callTimeout": 1e11}`, `toolcache: mcpServers.x.callTimeout: invalid duration 1e11 seconds (at most 9223372036, about 292 years) (at line 1, column 54)`},
+		{"negative timeout overflow", `{"command": "a", "callTimeout": -1e300}`, `invalid duration -1e300 seconds (at most 9223372036`},
+		{"timeout under a nanosecond", `{"command": "a", "callTimeout": 1e-10}`, `invalid duration 1e-10 seconds (below a nanosecond, which would be no timeout)`},
+		{"blank command", `{"command": " \t"}`, `toolcache: server "x": command: blank`},
+		{"command line", `{"command": "sh -c 'exec srv --token sk-abc123def456ghi789'"}`,
+			`toolcache: server "x": command: "sh" and 5 more words: a command is one program, not run by a shell; put its arguments in args ("command": "sh", "args": [...])`},
+		{"url without host", `{"url": "https://"}`, `toolcache: server "x": url: "https://" has no host`},
+		{"url with blanks", `{"url": " https://h/mcp\n"}`, `toolcache: server "x": url: " https://h/mcp\n" has blanks around it`},
+		{"password with #", `{"url": "https://user:p#ss@h/mcp"}`, `toolcache: server "x": url: "https://user:xxxxx@h/mcp" does not parse (a '#', '/', '?' or '@' in a password or token must be written %23, %2F, %3F, %40)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseConfigWithEnv([]byte(`{"mcpServers": {"x": `+tc.entry+`}}`), noEnv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant it to contain %s", err, tc.want)
+			}
+			if err != nil && (strings.Contains(err.Error(), "sk-abc") || strings.Contains(err.Error(), `":p"`)) {
+				t.Errorf("err = %v: shows a secret", err)
+			}
+		})
+	}
+	for _, name := range []string{"x\n", " x", "x\t", "a\x00b"} {
+		key, _ := json.Marshal(name)
+		_, err := ParseConfigWithEnv([]byte(`{"mcpServers": {`+string(key)+`: {"command": "a"}}}`), noEnv)
+		if want := "a name with blanks around it or a control character"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("name %q: err = %v", name, err)
+		}
+	}
+	// These stay: a path with a space, a first word that is no program
+	// (the start says what is missing), a timeout of 0.
+	for _, entry := range []string{`{"command": "/opt/My Server/bin/srv"}`, `{"command": "no-such-program-xyz --flag"}`, `{"command": "a", "callTimeout": 0}`} {
+		if _, err := ParseConfigWithEnv([]byte(`{"mcpServers": {"x": `+entry+`}}`), noEnv); err != nil {
+			t.Errorf("%s: %v", entry, err)
+		}
 	}
 }
