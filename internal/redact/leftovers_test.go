@@ -145,3 +145,23 @@ func TestTextLongerSecretFirst(t *testing.T) {
 		t.Errorf("Text = %q: part of a secret is shown", got)
 	}
 }
+
+// TestURLPathParams: a credential in a path segment's parameters (a
+// servlet's ;jsessionid=, /x;token=) and a parameter name with a space
+// (?api+key=) were shown.
+func TestURLPathParams(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want, secret string }{
+		{"https://h/app;jsessionid=1A2B3C4D5E/x?y=1", "https://h/app;jsessionid=xxxxx/x?y=1", "1A2B3C4D5E"},
+		{"https://h/x;token=abcd;v=1/y", "https://h/x;token=xxxxx;v=1/y", "abcd"},
+		{"https://h/x?api+key=abcd&api%20token=efgh", "https://h/x?api+key=xxxxx&api%20token=xxxxx", "efgh"},
+		{"https://h/x;v=1/y;type=a", "https://h/x;v=1/y;type=a", ""},
+	} {
+		if got := redact.URL(tc.in); got != tc.want {
+			t.Errorf("URL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got := redact.Secrets(tc.in); tc.secret != "" && !slices.Contains(got, tc.secret) || tc.secret == "" && len(got) > 0 {
+			t.Errorf("Secrets(%q) = %q, want %q among them", tc.in, got, tc.secret)
+		}
+	}
+}

@@ -6,7 +6,9 @@ import (
 )
 
 // maskPath masks path's segments that look like credentials
-// (SecretSegment), whole, leaving the others byte for byte.
+// (SecretSegment), whole, and the values of a segment's credential
+// parameters (a servlet's /app;jsessionid=..., /x;token=...), leaving the
+// rest byte for byte.
 func maskPath(path string) string {
 	if path == "" {
 		return path
@@ -14,9 +16,16 @@ func maskPath(path string) string {
 	segs := strings.Split(path, "/")
 	changed := false
 	for i, s := range segs {
-		if SecretSegment(s) {
+		switch {
+		case SecretSegment(s):
 			segs[i] = Mask
 			changed = true
+		case strings.IndexByte(s, ';') >= 0:
+			head, params, _ := strings.Cut(s, ";")
+			if m := maskParams(params); m != params {
+				segs[i] = head + ";" + m
+				changed = true
+			}
 		}
 	}
 	if !changed {
@@ -25,7 +34,7 @@ func maskPath(path string) string {
 	return strings.Join(segs, "/")
 }
 
-// pathSecrets are path's segments SecretSegment takes for credentials.
+// pathSecrets are what maskPath masks in path.
 func pathSecrets(path string) []string {
 	var out []string
 	if path == "" {
@@ -34,6 +43,14 @@ func pathSecrets(path string) []string {
 	for _, s := range strings.Split(path, "/") {
 		if SecretSegment(s) {
 			out = append(out, s)
+			continue
+		}
+		if _, params, ok := strings.Cut(s, ";"); ok {
+			forParams(params, func(p param, _ byte) {
+				if secretParam(p) {
+					out = append(out, p.value)
+				}
+			})
 		}
 	}
 	return out

@@ -148,9 +148,9 @@ type param struct {
 	eq          bool
 }
 
-// params calls f with each parameter of q (separated by '&' or ';') and
+// forParams calls f with each parameter of q (separated by '&' or ';') and
 // the separator after it (0 at the end).
-func params(q string, f func(p param, sep byte)) {
+func forParams(q string, f func(p param, sep byte)) {
 	for {
 		i := strings.IndexAny(q, "&;")
 		piece, sep := q, byte(0)
@@ -193,7 +193,7 @@ func secretParam(p param) bool {
 func maskParams(q string) string {
 	var b strings.Builder
 	changed := false
-	params(q, func(p param, sep byte) {
+	forParams(q, func(p param, sep byte) {
 		if p.eq {
 			b.WriteString(p.name + "=")
 		}
@@ -223,16 +223,17 @@ var credentialWords = []string{
 }
 
 // credentialSuffixes end run-together names of credentials (HubSpot's
-// hapikey, mytoken, appsecret).
-var credentialSuffixes = []string{"apikey", "token", "secret", "password", "passwd"}
+// hapikey, mytoken, appsecret, a servlet's jsessionid).
+var credentialSuffixes = []string{"apikey", "token", "secret", "password", "passwd", "sessionid"}
 
 // CredentialParam says whether a query parameter of that name carries a
 // credential: the name, or one of its words (split at '_', '-', '.', '[',
-// ']' and lower-to-upper case changes), in any case, is one of key,
+// ']', ' ' and lower-to-upper case changes), in any case, is one of key,
 // token, secret, password, passwd, pwd, pass, auth, authorization, sig,
 // signature, credential(s), session, jwt, bearer, or apikey, accesskey,
 // secretkey, privatekey, accesstoken, authtoken, clientsecret, sessionid,
-// or ends in apikey, token, secret, password or passwd (hapikey).
+// or ends in apikey, token, secret, password, passwd or sessionid
+// (hapikey, jsessionid).
 func CredentialParam(name string) bool {
 	for _, word := range words(name) {
 		if slices.Contains(credentialWords, word) {
@@ -247,8 +248,8 @@ func CredentialParam(name string) bool {
 	return false
 }
 
-// words splits a name at '_', '-', '.', '[', ']' and lower-to-upper case
-// changes, in lower case.
+// words splits a name at '_', '-', '.', '[', ']', ' ' and lower-to-upper
+// case changes, in lower case.
 func words(name string) []string {
 	var out []string
 	start := 0
@@ -260,7 +261,7 @@ func words(name string) []string {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		switch {
-		case c == '_' || c == '-' || c == '.' || c == '[' || c == ']':
+		case c == '_' || c == '-' || c == '.' || c == '[' || c == ']' || c == ' ':
 			flush(i)
 			start = i + 1
 		case i > start && c >= 'A' && c <= 'Z' && name[i-1] >= 'a' && name[i-1] <= 'z':
@@ -309,7 +310,7 @@ func Secrets(raw string) []string {
 		add(seg)
 	}
 	for _, q := range []string{u.query, u.frag} {
-		params(q, func(p param, _ byte) {
+		forParams(q, func(p param, _ byte) {
 			if secretParam(p) {
 				add(p.value)
 			}
