@@ -12,6 +12,7 @@ type outBuf struct {
 	buf     []byte // the lines kept, each ending in '\n'
 	full    bool   // nothing more is kept
 	dropped int    // lines not kept, or kept in part
+	partial bool   // the last line kept is kept in part (counted in dropped)
 }
 
 var levelPrefix = [...]string{"", "[warn] ", "[error] "}
@@ -33,8 +34,17 @@ func (o *outBuf) add(level int, text string) {
 		}
 		return
 	}
+	if len(text) == room {
+		// The line fits whole, without its newline: it is the last one
+		// kept, and was counted as cut (a line of exactly the limit came
+		// back as a marker).
+		o.buf = append(o.buf, text...)
+		o.full = true
+		return
+	}
 	o.buf = append(o.buf, text[:runeCut(text, room)]...)
 	o.full = true
+	o.partial = true
 	o.dropped++
 }
 
@@ -99,9 +109,12 @@ func (o *outBuf) cutLogs(logs string, budget int) string {
 		return logs
 	}
 	mark := func(kept int) string {
+		// The lines not shown or cut: those not kept, the kept ones
+		// ending after kept, and the last one (logs has no final
+		// newline) when it is cut here and not counted already.
 		n := o.dropped + strings.Count(logs[kept:], "\n")
-		if kept < len(logs) && (kept == 0 || logs[kept-1] != '\n') && o.dropped == 0 {
-			n++ // a line cut in the middle
+		if kept < len(logs) && !o.partial {
+			n++
 		}
 		return fmt.Sprintf("[output truncated: %d console lines not shown or cut; the output limit is %d bytes]", n, o.max)
 	}

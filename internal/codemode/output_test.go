@@ -46,3 +46,35 @@ func TestOutputNeverOverTheLimit(t *testing.T) {
 		})
 	}
 }
+
+// A console line of exactly the room left is kept whole (its newline is
+// not part of the output): it came back as a marker counting it as cut.
+// The marker counts every line not shown or cut.
+func TestOutputAtExactlyTheLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, code string
+		limit      int
+		want       string
+	}{
+		{"a line of the limit", `console.log("0123456789")`, 10, "0123456789"},
+		{"two lines filling the limit", `console.log("0123"); console.log("56789")`, 10, "0123\n56789"},
+		{"a line and a value filling the limit", `console.log("0123"); "56789"`, 10, "0123\n56789"},
+		{"a value of the limit", `"0123456789"`, 10, "0123456789"},
+		{"one line over", `console.log("0123456789a")`, 100, "0123456789a"},
+		{"lines after a full output are counted", "console.log(\"x\".repeat(40)); for (let i = 0; i < 3; i++) console.log(\"y\".repeat(40))", 100,
+			strings.Repeat("x", 16) + "\n[output truncated: 4 console lines not shown or cut; the output limit is 100 bytes]"},
+		{"a line cut counts once", "console.log(\"a\".repeat(10)); console.log(\"b\".repeat(120))", 120,
+			strings.Repeat("a", 10) + "\n" + strings.Repeat("b", 25) + "\n[output truncated: 1 console lines not shown or cut; the output limit is 120 bytes]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cat, h := echoTools()
+			out := cat.Run(context.Background(), tt.code, h, Limits{MaxOutput: tt.limit})
+			if out.Err != nil || out.Text != tt.want {
+				t.Fatalf("Text %q (Err %v), want %q", out.Text, out.Err, tt.want)
+			}
+		})
+	}
+}
