@@ -371,7 +371,7 @@ func noSections(data []byte) error {
 	}
 	quoted := make([]string, len(keys))
 	for i, k := range keys {
-		quoted[i] = strconv.Quote(k)
+		quoted[i] = quoteKey(k)
 	}
 	return fmt.Errorf(`toolcache: config has neither "mcpServers" nor "servers" (its keys: %s)`, strings.Join(quoted, ", "))
 }
@@ -517,6 +517,21 @@ func (sc *ServerConfig) validate() error {
 	return nil
 }
 
+// nonASCII is the index of s's first byte that is not ASCII, or -1.
+func nonASCII(s string) int {
+	return strings.IndexFunc(s, func(r rune) bool { return r >= utf8.RuneSelf })
+}
+
+// quoteKey quotes a key an error says is unknown or misplaced with its
+// non-ASCII characters escaped ("m\u0441pServers"): a Cyrillic letter in
+// a Latin name looks the same quoted as it is.
+func quoteKey(k string) string {
+	if nonASCII(k) < 0 {
+		return strconv.Quote(k)
+	}
+	return strconv.QuoteToASCII(k)
+}
+
 // checkCommand refuses a command no process can start: blank, or a
 // whole command line ("npx -y server", which exec looks for as one file
 // name) when its first word is a program and the whole is not. Its other
@@ -550,6 +565,9 @@ func checkEnvAndHeaders(env, headers map[string]string) error {
 		switch {
 		case k == "" || strings.ContainsAny(k, "=\x00"):
 			return fmt.Errorf("env: %q is not a variable name (no \"=\", no NUL, not empty)", k)
+		case nonASCII(k) >= 0:
+			r, _ := utf8.DecodeRuneInString(k[nonASCII(k):])
+			return fmt.Errorf("env: %s holds %U, not ASCII (a look-alike of a Latin letter?): a shell cannot set it, nor a server expect it", quoteKey(k), r)
 		case strings.ContainsRune(env[k], 0):
 			return fmt.Errorf("env.%s: the value holds a NUL byte, which no process environment can carry", k)
 		}
@@ -789,7 +807,7 @@ func nearMissKeys(entry json.RawMessage) error {
 				continue // farther than near by length alone (and a long key costs its length squared)
 			}
 			if strings.EqualFold(k, known) || textdist.Distance(strings.ToLower(k), strings.ToLower(known)) <= near {
-				return fmt.Errorf("unknown key %q: did you mean %q?", k, known)
+				return fmt.Errorf("unknown key %s: did you mean %q?", quoteKey(k), known)
 			}
 		}
 	}

@@ -265,3 +265,25 @@ func TestConfigValueLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigLookAlikes: a key with a Cyrillic letter for a Latin one was
+// quoted as it is, so the error showed two identical names ("unknown key
+// "соmmand": did you mean "command"?"); an env name with one was passed
+// on, and the server never saw the variable it reads.
+func TestConfigLookAlikes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, in, want string }{
+		{"server key", `{"mcpServers": {"x": {"command": "a", "sessionМode": "per-job"}}}`, `unknown key "session\u041code": did you mean "sessionMode"?`},
+		{"section", `{"mсpServers": {"x": {"command": "a"}}}`, `config has neither "mcpServers" nor "servers" (its keys: "m\u0441pServers")`},
+		{"env name", `{"mcpServers": {"x": {"command": "a", "env": {"GITHUB_TОKEN": "t"}}}}`,
+			`toolcache: server "x": env: "GITHUB_T\u041eKEN" holds U+041E, not ASCII (a look-alike of a Latin letter?): a shell cannot set it, nor a server expect it`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseConfigWithEnv([]byte(tc.in), noEnv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant it to contain %s", err, tc.want)
+			}
+		})
+	}
+}
