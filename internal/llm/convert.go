@@ -103,6 +103,29 @@ func rawFields(kv ...any) map[string]any {
 	return out
 }
 
+// otherArguments reads the arguments of a function call that has no
+// "arguments" from the key Llama 3.1's format ("parameters") or
+// Anthropic's ("input") gives them under, or "args": a string as it is,
+// another value as its JSON; "" when there is none.
+func otherArguments(function string) string {
+	var f map[string]json.RawMessage
+	if json.Unmarshal([]byte(function), &f) != nil {
+		return ""
+	}
+	for _, k := range []string{"parameters", "input", "args"} {
+		v := bytes.TrimSpace(f[k])
+		if len(v) == 0 || bytes.Equal(v, []byte("null")) {
+			continue
+		}
+		var text string
+		if json.Unmarshal(v, &text) == nil {
+			return text
+		}
+		return string(v)
+	}
+	return ""
+}
+
 // rawField is the JSON value of a field the SDK does not know, as the
 // server sent it; nil for none or null.
 func rawField(f respjson.Field) json.RawMessage {
@@ -243,6 +266,9 @@ func choiceMessage(ch openai.ChatCompletionChoice) (Message, string) {
 		call := ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
 		if tc.Type == "custom" && call.Function.Name == "" {
 			call.Function = FunctionCall{Name: tc.Custom.Name, Arguments: tc.Custom.Input}
+		}
+		if call.Function.Arguments == "" && tc.Function.JSON.Arguments.Raw() == "" {
+			call.Function.Arguments = otherArguments(tc.Function.RawJSON())
 		}
 		// The union keeps no extra fields: they are read from its JSON.
 		var extra struct {

@@ -151,6 +151,17 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 		{name: "a legacy completion's text",
 			replies:      []llmtest.Reply{{Body: `{"id":"x","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"The answer is 42.","finish_reason":"stop"}]}`}},
 			wantRequests: 1, wantContent: "The answer is 42."},
+		// A call whose arguments come under another key, as Llama 3.1's
+		// format ("parameters") and Anthropic's ("input") name them, from
+		// a server or proxy that passes the model's call on as it was
+		// written. Before: the call had no arguments ({}), and the tool
+		// was called without them.
+		{name: "arguments under parameters",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","parameters":{"city":"Lima"}}}]}`, "tool_calls")}},
+			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
+		{name: "arguments under input, as text",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","input":"{\"city\":\"Lima\"}"}}]}`, "tool_calls")}},
+			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
 		{name: "body over MaxReplyBytes",
 			replies:      []llmtest.Reply{{Content: strings.Repeat("x", 5000)}, ok},
 			wantRequests: 1, wantErr: []string{"unusable reply (status 200): a body larger than 4096 bytes (MaxReplyBytes)"}, badReply: true},
