@@ -105,14 +105,15 @@ func rawFields(kv ...any) map[string]any {
 
 // otherArguments reads the arguments of a function call that has no
 // "arguments" from the key Llama 3.1's format ("parameters") or
-// Anthropic's ("input") gives them under, or "args": a string as it is,
-// another value as its JSON; "" when there is none.
-func otherArguments(function string) string {
+// Anthropic's ("input") gives them under, or "args" (keys, when given,
+// are tried first): a string as it is, another value as its JSON; ""
+// when there is none.
+func otherArguments(function string, keys ...string) string {
 	var f map[string]json.RawMessage
 	if json.Unmarshal([]byte(function), &f) != nil {
 		return ""
 	}
-	for _, k := range []string{"parameters", "input", "args"} {
+	for _, k := range append(keys, "parameters", "input", "args") {
 		v := bytes.TrimSpace(f[k])
 		if len(v) == 0 || bytes.Equal(v, []byte("null")) {
 			continue
@@ -266,6 +267,17 @@ func choiceMessage(ch openai.ChatCompletionChoice) (Message, string) {
 		call := ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}
 		if tc.Type == "custom" && call.Function.Name == "" {
 			call.Function = FunctionCall{Name: tc.Custom.Name, Arguments: tc.Custom.Input}
+		}
+		if call.Function.Name == "" && tc.JSON.Function.Raw() == "" {
+			// No function object: the name and arguments beside the id
+			// (the Responses API's function_call item, as some proxies
+			// translate it).
+			var flat struct {
+				Name string `json:"name"`
+			}
+			if json.Unmarshal([]byte(tc.RawJSON()), &flat) == nil && flat.Name != "" {
+				call.Function = FunctionCall{Name: flat.Name, Arguments: otherArguments(tc.RawJSON(), "arguments")}
+			}
 		}
 		if call.Function.Arguments == "" && tc.Function.JSON.Arguments.Raw() == "" {
 			call.Function.Arguments = otherArguments(tc.Function.RawJSON())

@@ -162,6 +162,12 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 		{name: "arguments under input, as text",
 			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","input":"{\"city\":\"Lima\"}"}}]}`, "tool_calls")}},
 			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
+		// The name and arguments beside the id, without "function" (the
+		// Responses API's function_call item, as some proxies translate
+		// it). Before: the call had no name.
+		{name: "a call without its function object",
+			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","name":"get_weather","arguments":"{\"city\":\"Lima\"}"}]}`, "tool_calls")}},
+			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
 		{name: "body over MaxReplyBytes",
 			replies:      []llmtest.Reply{{Content: strings.Repeat("x", 5000)}, ok},
 			wantRequests: 1, wantErr: []string{"unusable reply (status 200): a body larger than 4096 bytes (MaxReplyBytes)"}, badReply: true},
