@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -205,21 +206,30 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 // mergeChoices fills resp's message, finish reason and refusal from the
 // parts of one reply: the texts (and refusals) of the choices that have
 // one, joined by a line break in choice order; every choice's tool calls,
-// in order; the first reasoning of each kind; and the first choice's
-// finish reason, unless that is "stop" or none and a later choice names
-// another ("tool_calls", or "length" for a part cut off).
+// in order (a text or a call a later choice repeats is taken once); the
+// first reasoning of each kind; and the first choice's finish reason,
+// unless that is "stop" or none and a later choice names another
+// ("tool_calls", or "length" for a part cut off).
 func mergeChoices(resp *Response, choices []openai.ChatCompletionChoice) {
 	var texts, refusals []string
 	resp.Message.Role = RoleAssistant
 	for i, ch := range choices {
 		m, refusal := choiceMessage(ch)
-		if m.Content != "" {
+		// A part repeated (a proxy that sends its one choice twice) is
+		// taken once.
+		if m.Content != "" && !slices.Contains(texts, m.Content) {
 			texts = append(texts, m.Content)
 		}
-		if refusal != "" {
+		if refusal != "" && !slices.Contains(refusals, refusal) {
 			refusals = append(refusals, refusal)
 		}
-		resp.Message.ToolCalls = append(resp.Message.ToolCalls, m.ToolCalls...)
+		for _, c := range m.ToolCalls {
+			if i == 0 || !slices.ContainsFunc(resp.Message.ToolCalls, func(p ToolCall) bool {
+				return p.ID == c.ID && p.Function == c.Function && bytes.Equal(p.ExtraContent, c.ExtraContent)
+			}) {
+				resp.Message.ToolCalls = append(resp.Message.ToolCalls, c)
+			}
+		}
 		if resp.Message.ReasoningContent == nil {
 			resp.Message.ReasoningContent = m.ReasoningContent
 		}

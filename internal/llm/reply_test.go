@@ -168,6 +168,13 @@ func TestUnusualSuccessfulReplies(t *testing.T) {
 		{name: "a call without its function object",
 			replies:      []llmtest.Reply{{Body: completion(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","name":"get_weather","arguments":"{\"city\":\"Lima\"}"}]}`, "tool_calls")}},
 			wantRequests: 1, wantCall: `get_weather({"city":"Lima"})`},
+		// A proxy that sends its one choice twice: the reply is once.
+		// Before (with choices merged): the text came twice.
+		{name: "one choice sent twice",
+			replies: []llmtest.Reply{{Body: `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[` +
+				`{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Let me check.","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}}]}},` +
+				`{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Let me check.","tool_calls":[{"id":"c1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lima\"}"}}]}}]}`}},
+			wantRequests: 1, wantContent: "Let me check.", wantCall: `get_weather({"city":"Lima"})`},
 		{name: "body over MaxReplyBytes",
 			replies:      []llmtest.Reply{{Content: strings.Repeat("x", 5000)}, ok},
 			wantRequests: 1, wantErr: []string{"unusable reply (status 200): a body larger than 4096 bytes (MaxReplyBytes)"}, badReply: true},
