@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -230,10 +231,17 @@ func noRespondersQueued(sub *nats.Subscription) bool {
 	return found
 }
 
-// ToolError is a tool failure the submitter reported (is_error), as an error.
-type ToolError struct{ Text string }
+// ToolError is a tool failure the submitter reported (is_error), as an
+// error. Tool names the tool when the failure came without text.
+type ToolError struct{ Text, Tool string }
 
-func (e *ToolError) Error() string { return e.Text }
+func (e *ToolError) Error() string {
+	if strings.TrimSpace(e.Text) == "" {
+		// The model would read only "Error: ".
+		return fmt.Sprintf("client tool %q failed on the submitter's side, which said nothing about why", e.Tool)
+	}
+	return e.Text
+}
 
 // CallText is Call shaped like agentloop.Input.ClientCaller: the output
 // text, or an error that is either a transport failure (ErrNoAnswer, ...)
@@ -244,7 +252,7 @@ func (c *Caller) CallText(ctx context.Context, name string, args json.RawMessage
 		return "", err
 	}
 	if res.IsError {
-		return "", &ToolError{Text: res.Text}
+		return "", &ToolError{Text: res.Text, Tool: name}
 	}
 	return res.Text, nil
 }

@@ -73,6 +73,23 @@ func TestCallText(t *testing.T) {
 	}
 }
 
+// A failure the submitter reported without a word still says it failed:
+// the model was shown "Error: " and nothing after it.
+func TestSilentToolErrorNamed(t *testing.T) {
+	t.Parallel()
+	s := natstest.Start(t)
+	worker, submitter := natstest.Connect(t, s), natstest.Connect(t, s)
+	serve(t, submitter, "job-silent", testSecret, func(context.Context, string, json.RawMessage) (string, bool, error) {
+		return " \n", true, nil
+	}, Options{})
+	c := newCaller(t, worker, "job-silent", testSecret, Options{Timeout: 10 * time.Second})
+	_, err := c.CallText(natstest.Context(t), "ask_user", nil)
+	var te *ToolError
+	if !errors.As(err, &te) || err.Error() != `client tool "ask_user" failed on the submitter's side, which said nothing about why` {
+		t.Errorf("got %v", err)
+	}
+}
+
 func TestTimeoutIsClearError(t *testing.T) {
 	t.Parallel()
 	s := natstest.Start(t)
