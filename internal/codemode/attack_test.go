@@ -153,6 +153,19 @@ func attacks() []attack {
 		{name: "Object.isSealed of a long array", code: `Object.isSealed(new Array(16000).fill(0))`, lim: small, wantErr: "RangeError: Object.isSealed of an array"},
 		{name: "what the key guards let through", code: `[Object.isFrozen(Object.freeze({a: 1})), Object.isSealed(Object.seal([1])), JSON.stringify(new Proxy({a: [1]}, {})), Object.getOwnPropertySymbols({[Symbol.iterator]: 1}).length, Object.freeze(1), Object.isFrozen("x".repeat(5000)), Object.keys(new Proxy(new String("ab"), {}))]`, lim: small,
 			want: `[true,true,"{\"a\":[1]}",1,1,true,["0","1"]]`},
+		// Compiling a pattern is about 200 bytes of Go per character in
+		// one native step: new RegExp("a".repeat(1e8)) was gigabytes.
+		{name: "RegExp of a long pattern", code: `new RegExp("a".repeat(5000))`, lim: small, wantErr: "RangeError: RegExp: the pattern: 5000 characters is over the code-mode limit of 1024"},
+		{name: "RegExp called without new", code: `RegExp("a".repeat(5000))`, lim: small, wantErr: "RangeError: RegExp: the pattern"},
+		{name: "RegExp subclass", code: `class R extends RegExp {}; new R("a".repeat(5000))`, lim: small, wantErr: "RangeError: RegExp: the pattern"},
+		{name: "RegExp of a RegExp-like", code: `new RegExp({source: "a".repeat(5000), [Symbol.match]: true})`, lim: small, wantErr: "RangeError: RegExp: the pattern"},
+		{name: "match of a long string", code: `"x".match({toString() { return "a".repeat(5000) }})`, lim: small, wantErr: "RangeError: RegExp: the pattern"},
+		{name: "search of a long string", code: `"x".search("a".repeat(5000))`, lim: small, wantErr: "RangeError: RegExp: the pattern"},
+		{name: "matchAll of a long string", code: `"x".matchAll("a".repeat(5000))`, lim: small, wantErr: "RangeError: RegExp: the pattern"},
+		{name: "compile is gone", code: `typeof /x/.compile`, want: `undefined`},
+		{name: "RegExp as before", code: `const re = /a(b)/g; class R extends RegExp { exec(s) { return super.exec(s) } }; [new RegExp("a", "g").flags, RegExp(re) === re, new RegExp(re) !== re, new RegExp(re, "i").flags, /x/ instanceof RegExp, new R("ab").test("xab"), new R("b") instanceof R, RegExp.prototype.constructor === RegExp, "aXbX".match(/X/g), "abc".search("c"), [..."a1b2".matchAll(/\d/g)].map(m => m[0]), "a.b".match("."), "abc".match({[Symbol.match]: () => "mine"}), RegExp.length, RegExp.name, RegExp[Symbol.species] === RegExp, "a,b".split(/,/), "x".match(), new RegExp().source, String(new RegExp(undefined, "g")), "a".repeat(1000).search("a".repeat(1000))]`, lim: small,
+			want: `["g",true,true,"i",true,true,true,true,["X","X"],2,["1","2"],["a"],"mine",2,"RegExp",true,["a","b"],[""],"(?:)","/(?:)/g",0]`},
+		{name: "matchAll of a non-global RegExp", code: `"x".matchAll(/x/)`, wantErr: "TypeError: String.prototype.matchAll called with a non-global RegExp argument"},
 		{name: "spreading a long array into an object", code: `({...new Array(5000).fill(0)})`, lim: small, wantErr: "RangeError: spreading or enumerating the keys of an array"},
 
 		// Time: the interrupt reaches loops, microtasks and async recursion.

@@ -137,6 +137,9 @@
 // for-in the code is rewritten to pass the operand through a guard,
 // which is why with, which could put a property of that name in scope,
 // is refused when the code is parsed),
+// the RegExp constructor and String match, matchAll and search of a
+// string (a pattern of at most MaxMemory/1024 characters: compiling one
+// costs about 200 bytes a character; RegExp.prototype.compile is removed),
 // and JSON.parse and JSON.stringify (at most
 // 1000 levels; parse at most MaxMemory/64 values and MaxMemory/256 arrays
 // and objects; stringify runs through a replacer, so it can be

@@ -482,6 +482,58 @@
     const m = v[symMatch];
     return m !== undefined ? !!m : v instanceof RegExpC;
   }
+  // Compiling a pattern costs about 200 bytes of Go per character, in
+  // one native step: new RegExp("a".repeat(1e8)) was gigabytes. Every
+  // route from a string to a RegExp is guarded: the constructor (with or
+  // without new, subclasses through super), String.prototype.match,
+  // matchAll and search of a string; compile, which recompiles in place,
+  // is gone.
+  const MAX_PATTERN = floor(MAX_KEYS / 4);
+  function checkPattern(src) {
+    if (src.length > MAX_PATTERN) refuse("RegExp: the pattern", src.length, MAX_PATTERN, "characters");
+    return src;
+  }
+  const reflectConstruct = Reflect.construct;
+  const RegExpW = function RegExp(pattern, flags) {
+    const re = typeof pattern === "object" && pattern !== null && isRegExp(pattern);
+    if (new.target === undefined && flags === undefined && re && pattern.constructor === RegExpW) {
+      return pattern; // RegExp(re) is re itself
+    }
+    // The pattern and flags are read once and checked; the built-in gets
+    // those strings.
+    let src = pattern, fl = flags;
+    if (re) {
+      src = pattern.source;
+      if (fl === undefined) fl = pattern.flags;
+    }
+    src = checkPattern(src === undefined ? "" : `${src}`);
+    const args = fl === undefined ? [src] : [src, `${fl}`];
+    return apply(reflectConstruct, undefined, [RegExpC, args, new.target === undefined ? RegExpW : new.target]);
+  };
+  defineProperty(RegExpW, "length", { value: 2, configurable: true });
+  defineProperty(RegExpW, "prototype", { value: RP, writable: false, enumerable: false, configurable: false });
+  for (const k of ownKeys(RegExpC)) {
+    if (k !== "prototype" && k !== "length" && k !== "name") defineProperty(RegExpW, k, getOwnPropertyDescriptor(RegExpC, k));
+  }
+  def(RP, "constructor", RegExpW);
+  def(G, "RegExp", RegExpW);
+  delete RP.compile;
+  const symMatchAll = Symbol.matchAll, symSearch = Symbol.search;
+  for (const [key, sym] of [["match", symMatch], ["search", symSearch], ["matchAll", symMatchAll]]) {
+    replace(SP, key, (orig) => ({ m(regexp) {
+      if (this === undefined || this === null) throw new TypeErrorC("String.prototype." + key + " called on null or undefined");
+      if (regexp !== undefined && regexp !== null && (typeof regexp === "object" || typeof regexp === "function")) {
+        if (key === "matchAll" && isRegExp(regexp) && apply(strIndexOf, `${regexp.flags}`, ["g"]) < 0) {
+          throw new TypeErrorC("String.prototype.matchAll called with a non-global RegExp argument");
+        }
+        // The method is read once and called as the built-in would.
+        const m = regexp[sym];
+        if (m !== undefined && m !== null) return apply(m, regexp, [this]);
+      }
+      // A RegExp is made of the argument's string.
+      return apply(orig, this, [regexp === undefined ? undefined : checkPattern(`${regexp}`)]);
+    } }).m);
+  }
   replace(RP, symMatch, (orig) => ({ m(str) {
     const s = `${str}`;
     if (s.length > MAX_ELEMS && surelyGlobal(this)) refuse("global RegExp match on a string", s.length, MAX_ELEMS, "characters");
