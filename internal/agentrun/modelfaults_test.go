@@ -218,7 +218,7 @@ func TestModelEndpointFaults(t *testing.T) {
 		{"500", status(http.StatusInternalServerError, nil, `{"error":{"message":"The server had an error","type":"server_error"}}`), jobs.StatusDead,
 			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "provider returned 500: The server had an error"}, true, 0, false, ""},
 		{"502 from a proxy, not JSON", status(http.StatusBadGateway, map[string]string{"Content-Type": "text/html"}, "<html><body>502 Bad Gateway</body></html>"), jobs.StatusDead,
-			[]string{"max deliveries (2) exhausted", "provider returned 502: <html><body>502 Bad Gateway</body></html>"}, true, 0, false, ""},
+			[]string{"max deliveries (2) exhausted", `provider returned 502: an HTML page (41 bytes): "<html><body>502 Bad Gateway</body></html>"`}, true, 0, false, ""},
 		{"hangs past the per-attempt timeout", hang, jobs.StatusDead,
 			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "llm: request timed out after 1s"}, true, faultTimeout, true, ""},
 		{"malformed JSON", status(http.StatusOK, nil, `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist`), jobs.StatusFailed,
