@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,8 +13,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
-
-	"github.com/jetagent/jetagent/internal/textdist"
 )
 
 // Client submits and follows jobs: what the submit CLI is made of. It only
@@ -328,58 +325,6 @@ func (c *Client) forgetQueued(ctx context.Context, id string) {
 func (c *Client) Status(ctx context.Context, id string) (*State, error) {
 	st, _, err := c.states.get(ctx, id)
 	return st, err
-}
-
-// similarScanMax bounds SimilarIDs: a bucket with more states than this
-// is not listed for suggestions (each key crosses the wire), and
-// similarScanTime bounds the listing.
-const (
-	similarScanMax  = 100_000
-	similarScanTime = 5 * time.Second
-)
-
-// SimilarIDs returns, nearest first, up to three ids of jobs with a state
-// that id is likely a typo of (by textdist.Distance, case aside, at most
-// one edit per four letters): what to suggest when id has none. It is
-// best effort: nil when the bucket holds more than similarScanMax states
-// or cannot be listed in similarScanTime.
-func (c *Client) SimilarIDs(ctx context.Context, id string) []string {
-	ctx, cancel := context.WithTimeout(ctx, similarScanTime)
-	defer cancel()
-	st, err := c.topo.State.Status(ctx)
-	if err != nil || st.Values() > similarScanMax {
-		return nil
-	}
-	keys, err := c.topo.State.ListKeys(ctx)
-	if err != nil {
-		return nil
-	}
-	defer keys.Stop() //nolint:errcheck // stopping a listing: nothing to do on failure
-	type near struct {
-		id string
-		d  int
-	}
-	var found []near
-	seen := map[string]bool{} // a listing may repeat a key written meanwhile
-	lid := strings.ToLower(id)
-	for k := range keys.Keys() {
-		if k == id || seen[k] {
-			continue
-		}
-		seen[k] = true
-		if d := textdist.Distance(lid, strings.ToLower(k)); d <= max(1, len([]rune(k))/4) {
-			found = append(found, near{k, d})
-		}
-	}
-	if ctx.Err() != nil {
-		return nil // cut short: a partial list could miss the nearest
-	}
-	slices.SortFunc(found, func(a, b near) int { return cmp.Or(cmp.Compare(a.d, b.d), strings.Compare(a.id, b.id)) })
-	var out []string
-	for _, n := range found[:min(3, len(found))] {
-		out = append(out, n.id)
-	}
-	return out
 }
 
 // Wait returns the job's state once it is final.
