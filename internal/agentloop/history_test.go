@@ -142,7 +142,7 @@ func TestMalformedHistoryRefused(t *testing.T) {
 			if n := len(s.Requests()); n != 0 {
 				t.Errorf("%d requests sent", n)
 			}
-			if err2 := agentloop.CheckHistory(tc.history); err2 == nil || !strings.Contains(err2.Error(), tc.want) {
+			if err2 := llm.CheckHistory(tc.history); err2 == nil || !strings.Contains(err2.Error(), tc.want) {
 				t.Errorf("CheckHistory = %v, want %q", err2, tc.want)
 			}
 		})

@@ -24,7 +24,7 @@ type Input struct {
 	// system prompt and the task. A stored transcript starts with the
 	// earlier job's system prompt: when System is set, those leading system
 	// messages are left out, so the model gets one system prompt. It must
-	// be a chat history (CheckHistory): Run refuses one that is not. A
+	// be a chat history (llm.CheckHistory): Run refuses one that is not. A
 	// call id another provider may refuse (over 40 characters, or other
 	// than letters, digits, '_' and '-') is replaced, in the call and its
 	// result, by one the loop makes up.

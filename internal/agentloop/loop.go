@@ -152,7 +152,7 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		return nil, fmt.Errorf("%w: resume state has no messages", ErrConfig)
 	}
 	if in.Resume == nil {
-		if err := CheckHistory(in.History); err != nil {
+		if err := llm.CheckHistory(in.History); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}

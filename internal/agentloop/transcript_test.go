@@ -281,7 +281,7 @@ return [a, b, who].join(" ")`),
 			// The stored (reflected) transcript is history for a new job, in
 			// any mode; a failed job's too.
 			history := reflect.Rewrite(res.Messages, res.Records)
-			if err := agentloop.CheckHistory(history); err != nil {
+			if err := llm.CheckHistory(history); err != nil {
 				t.Errorf("CheckHistory of the stored transcript: %v", err)
 			}
 			if tc.failing {

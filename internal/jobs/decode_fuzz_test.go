@@ -98,7 +98,7 @@ func TestDecodeJobAgreesWithTheSchema(t *testing.T) {
 		`{"task":"x","max_rounds":1e2}`,
 		`{"task":"x","history":[{"role":"user","content":"hi","ROLE":"bogus"}]}`,
 		`{"task":"x","history":[{"role":"user","Content":5}]}`,
-		`{"task":"x","history":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"}}]}]}`,
+		`{"task":"x","history":[{"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"1"}]}`,
 	} {
 		schemaErr := v.Validate(schemas.Job, []byte(body))
 		j, err := v.DecodeJob([]byte(body))

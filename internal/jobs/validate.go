@@ -227,7 +227,8 @@ func checkDuplicateNames(data []byte) error {
 
 // checkHistory closes what the schema cannot see: encoding/json matches
 // keys without regard to case, so {"role":"user","ROLE":"x"} passes the
-// schema and decodes to role "x". A tool call without a type is a
+// schema and decodes to role "x"; and the order of calls and results
+// (llm.CheckHistory). A tool call without a type is a
 // function call (the only kind there is), so it re-encodes as valid.
 func checkHistory(msgs []llm.Message) error {
 	for i := range msgs {
@@ -245,6 +246,11 @@ func checkHistory(msgs []llm.Message) error {
 				return fmt.Errorf("%w: at '/history/%d/tool_calls/%d/type': %q is not \"function\" (keys are case-sensitive)", ErrSchema, i, k, msgs[i].ToolCalls[k].Type)
 			}
 		}
+	}
+	// Refused here, at the submitter and at the door, rather than by the
+	// provider (a 400) once a worker has taken the job.
+	if err := llm.CheckHistory(msgs); err != nil {
+		return fmt.Errorf("%w%w: the history is no chat history a model takes: %w", ErrSchema, errBeyondSchema, err)
 	}
 	return nil
 }
