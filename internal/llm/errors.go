@@ -169,7 +169,7 @@ var htmlTitle = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
 func htmlPage(body []byte) string {
 	t := bytes.TrimSpace(body)
 	head := bytes.ToLower(t[:min(len(t), 512)])
-	if !bytes.HasPrefix(t, []byte("<")) || !(bytes.Contains(head, []byte("<html")) || bytes.Contains(head, []byte("<!doctype html"))) {
+	if !bytes.HasPrefix(t, []byte("<")) || !bytes.Contains(head, []byte("<html")) && !bytes.Contains(head, []byte("<!doctype html")) {
 		return ""
 	}
 	if m := htmlTitle.FindSubmatch(t); m != nil {
