@@ -45,3 +45,24 @@ func TestServerExitNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestStrayStdoutAfterExitNamed: what a server wrote to stdout is quoted
+// even when it reaches the client after the process's exit was seen (CI:
+// "usage" failed "broken pipe ... exit status 2" without its usage line,
+// the handshake's error being built before mcp-go's reader had read it).
+// Here a child of the server writes the line a moment after the server
+// exited, having closed its stdin so that initialize fails at once.
+func TestStrayStdoutAfterExitNamed(t *testing.T) {
+	t.Parallel()
+	s := DefaultSettings()
+	s.ConnectTimeout, s.HealthInterval, s.BackoffInitial, s.BackoffMax = 10*time.Second, 0, time.Hour, time.Hour
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{
+		"late": {Command: "sh", Args: []string{"-c", "exec 0<&-; (exec 2>/dev/null; sleep 0.5; echo 'Usage: server --root DIR') & exit 2"}},
+	}}, WithSettings(s))
+	want := `(the server process ended: exit status 2) (server stdout, not JSON-RPC: "Usage: server --root DIR")`
+	for _, st := range p.Status() {
+		if st.State != StateFailed || !strings.Contains(st.Error, want) {
+			t.Errorf("%s: %s %q, want failed with %q", st.Name, st.State, st.Error, want)
+		}
+	}
+}

@@ -282,6 +282,9 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		// A server that fails the handshake usually says why on stderr.
 		s.awaitStderr(transportBroken(err, false))
 		exit := s.exitHint(exitHintWait)
+		if exit != "" {
+			s.awaitStdout()
+		}
 		_ = s.close()
 		what := "initialize"
 		if modernProtocol(version) {
@@ -742,6 +745,27 @@ func (s *session) exitHint(wait time.Duration) string {
 		how = s.proc.waitErr.Error()
 	}
 	return " (the server process ended: " + how + ")"
+}
+
+// strayStdoutWait bounds the wait for the stdout of a server that ended
+// on its own to be read to its end, for strayHint: a child of it may still
+// hold the pipe.
+const strayStdoutWait = 2 * time.Second
+
+// awaitStdout waits until mcp-go's reader has read a stdio server's stdout
+// to its end (or strayStdoutWait passed): a server that printed its usage
+// and exited is seen to have exited (broken pipe, stderr's end, its exit
+// status) before the reader, in a goroutine of its own, has read the line.
+func (s *session) awaitStdout() {
+	if s.proc == nil || s.proc.out == nil || s.proc.out.ended == nil {
+		return
+	}
+	t := time.NewTimer(strayStdoutWait)
+	defer t.Stop()
+	select {
+	case <-s.proc.out.ended:
+	case <-t.C:
+	}
 }
 
 // strayHint quotes the last line a stdio server wrote to stdout that was

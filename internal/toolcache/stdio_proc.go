@@ -107,7 +107,8 @@ func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, tooL
 		p.waitErr = cmd.Wait()
 		close(p.done)
 	}()
-	out := &lineBound{b: &limitedBody{ReadCloser: outR, left: maxMessageBytes, perLine: true, tooLarge: tooLarge}, onTooLarge: onTooLarge, log: logger}
+	out := &lineBound{b: &limitedBody{ReadCloser: outR, left: maxMessageBytes, perLine: true, tooLarge: tooLarge}, onTooLarge: onTooLarge, log: logger,
+		ended: make(chan struct{})}
 	p.out = out
 	// No logging reader: the session reads stderr itself (p.stderr), and
 	// mcp-go's Close would otherwise close it under that reader.
@@ -185,6 +186,17 @@ type lineBound struct {
 	inStray    bool // ... of a stray line, still being captured
 	stray      []byte
 	strayCount int
+	// ended, when set, is closed once a read failed (stdout's end): the
+	// handshake's error waits for it to quote what was written last.
+	ended   chan struct{}
+	endOnce sync.Once
+}
+
+// markEnded closes ended, once.
+func (l *lineBound) markEnded() {
+	if l.ended != nil {
+		l.endOnce.Do(func() { close(l.ended) })
+	}
 }
 
 // maxStray bounds what is kept of a stray stdout line.
@@ -253,9 +265,14 @@ const (
 	lineTailBytes = 64
 )
 
-func (l *lineBound) Read(p []byte) (int, error) {
+func (l *lineBound) Read(p []byte) (n int, err error) {
+	defer func() {
+		if err != nil {
+			l.markEnded()
+		}
+	}()
 	if len(l.pending) > 0 {
-		n := copy(p, l.pending)
+		n = copy(p, l.pending)
 		l.pending = l.pending[n:]
 		if !l.sse {
 			l.sniff(p[:n])
@@ -268,7 +285,7 @@ func (l *lineBound) Read(p []byte) (int, error) {
 	if l.skipping {
 		return l.skip(p)
 	}
-	n, err := l.b.Read(p)
+	n, err = l.b.Read(p)
 	if !l.sse {
 		l.sniff(p[:n])
 	}
