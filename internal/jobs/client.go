@@ -33,6 +33,9 @@ type Client struct {
 	// each try's outcome (tests).
 	publishBound, publishTry time.Duration
 	onPublishTry             func(error)
+	// publishMsg is topo.JS.PublishMsg (wrapped in tests, to lose an
+	// answer).
+	publishMsg func(context.Context, *nats.Msg, ...jetstream.PublishOpt) (*jetstream.PubAck, error)
 }
 
 // ClientConfig configures a Client.
@@ -75,7 +78,8 @@ func NewClient(ctx context.Context, nc *nats.Conn, cfg ClientConfig) (*Client, e
 		return nil, err
 	}
 	return &Client{nc: nc, names: names, v: v, topo: topo, states: newStateStore(topo.State), limitWhy: limitWhy,
-		terminalGrace: terminalEventGrace, publishBound: submitPublishBound, publishTry: submitTryTimeout}, nil
+		terminalGrace: terminalEventGrace, publishBound: submitPublishBound, publishTry: submitTryTimeout,
+		publishMsg: topo.JS.PublishMsg}, nil
 }
 
 // Names is the deployment's naming.
@@ -155,15 +159,22 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	m := nats.NewMsg(c.names.JobsSubject(j.Queue))
 	m.Data = data
 	injectTraceContext(ctx, m.Header) // the caller's span, if any, parents the job's (see tracecontext.go)
-	ack, err := c.publishJob(ctx, m, j.ID)
+	ack, unanswered, err := c.publishJob(ctx, m, j.ID)
 	if err != nil {
 		if created {
 			c.forgetQueued(ctx, j.ID)
 		}
 		return nil, fmt.Errorf("publish job %s: %w", j.ID, storeFull(err))
 	}
-	r.Seq, r.Duplicate = ack.Sequence, ack.Duplicate || !created
-	if created && !ack.Duplicate {
+	// A duplicate after a try of ours went unanswered is that try's
+	// message, stored with its answer lost (the same bytes: the stream's
+	// ack names its sequence): the job is this Submit's. Taken for
+	// someone else's, the receipt said duplicate and the queued state got
+	// no sequence, so a cancel while queued could not delete the message.
+	// With the state created here, no other Submit published this id.
+	ours := !ack.Duplicate || unanswered
+	r.Seq, r.Duplicate = ack.Sequence, !ours || !created
+	if created && ours {
 		if st := c.recordSeq(ctx, j.ID, j.Queue, ack.Sequence); st != nil {
 			r.State = st
 		}
@@ -185,17 +196,17 @@ const (
 
 // publishJob publishes a job's message, again with backoff while the
 // stream cannot be reached, within publishBound (and ctx).
-func (c *Client) publishJob(ctx context.Context, m *nats.Msg, id string) (*jetstream.PubAck, error) {
+// unanswered says a try went unanswered (its message may be stored).
+func (c *Client) publishJob(ctx context.Context, m *nats.Msg, id string) (_ *jetstream.PubAck, unanswered bool, _ error) {
 	ctx, cancel := context.WithTimeout(ctx, c.publishBound)
 	defer cancel()
 	tries := 0
-	var last error      // the last try's error, a cut try's kept behind a telling one
-	unanswered := false // a try went unanswered: its message may be stored
+	var last error // the last try's error, a cut try's kept behind a telling one
 	op := func() (*jetstream.PubAck, error) {
 		tries++
 		tctx, cancel := context.WithTimeout(ctx, c.publishTry)
 		defer cancel()
-		ack, err := c.topo.JS.PublishMsg(tctx, m, jetstream.WithMsgID(id))
+		ack, err := c.publishMsg(tctx, m, jetstream.WithMsgID(id))
 		if c.onPublishTry != nil {
 			c.onPublishTry(err)
 		}
@@ -217,16 +228,16 @@ func (c *Client) publishJob(ctx context.Context, m *nats.Msg, id string) (*jetst
 	ack, err := backoff.RetryWithData(op, backoff.WithContext(b, ctx))
 	switch {
 	case err == nil:
-		return ack, nil
+		return ack, unanswered, nil
 	case last == nil: // ctx ended before a try
-		return nil, err
+		return nil, unanswered, err
 	case !unreachable(last):
-		return nil, last
+		return nil, unanswered, last
 	case unanswered:
-		return nil, fmt.Errorf("%w (%d tries in %s; it may have been queued all the same: submitting the same id again does not queue it twice)",
+		return nil, true, fmt.Errorf("%w (%d tries in %s; it may have been queued all the same: submitting the same id again does not queue it twice)",
 			last, tries, c.publishBound)
 	}
-	return nil, fmt.Errorf("%w (%d tries in %s)", last, tries, c.publishBound)
+	return nil, false, fmt.Errorf("%w (%d tries in %s)", last, tries, c.publishBound)
 }
 
 // unreachable reports whether a publish failed for want of an answer
