@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -51,8 +52,8 @@ func (c *cli) status(id string, asJSON bool) (int, error) {
 	if errors.Is(err, jobs.ErrNotFound) {
 		// "job not found: X" alone: a job published by hand (nats pub)
 		// has no state until a worker takes it, and looked lost.
-		return 0, fmt.Errorf("job not found: %s has no state (check the id; a job published without submit has one "+
-			"once a worker takes it: submit watch --wait %s waits for it)", id, id)
+		return 0, fmt.Errorf("job not found: %s has no state%sa job published without submit has one "+
+			"once a worker takes it: submit watch --wait %s waits for it)", id, c.checkID(cl, id), id)
 	}
 	if err != nil {
 		return 0, err
@@ -109,6 +110,20 @@ func (c *cli) watchCommand() *command {
 	}, func(id string, asJSON bool) (int, error) { return c.watch(id, wait, asJSON) })
 }
 
+// checkID opens what a "no state" error says after the id's name: the
+// ids of jobs it is likely a typo of, or "check the id"; a parenthesis
+// is left open for the rest.
+func (c *cli) checkID(cl *jobs.Client, id string) string {
+	ids := cl.SimilarIDs(c.ctx, id)
+	switch len(ids) {
+	case 0:
+		return " (check the id; "
+	case 1:
+		return ": did you mean " + ids[0] + "? ("
+	}
+	return ": did you mean one of " + strings.Join(ids, ", ") + "? ("
+}
+
 // errNoJob: watch was given an id no job has (without --wait).
 var errNoJob = errors.New("no such job")
 
@@ -121,8 +136,8 @@ func (c *cli) watch(id string, wait, asJSON bool) (int, error) {
 	switch {
 	case errors.Is(err, jobs.ErrNotFound) && !wait:
 		// A mistyped id would otherwise wait for ever.
-		return exitFailed, fmt.Errorf("%w: %s has no state (check the id; a job published without submit has one "+
-			"once a worker takes it: submit watch --wait %s waits for it)", errNoJob, id, id)
+		return exitFailed, fmt.Errorf("%w: %s has no state%sa job published without submit has one "+
+			"once a worker takes it: submit watch --wait %s waits for it)", errNoJob, id, c.checkID(cl, id), id)
 	case errors.Is(err, jobs.ErrNotFound):
 		if !asJSON {
 			fmt.Fprintf(c.stderr, "no job %s yet; waiting for it (--wait)\n", id)
@@ -162,7 +177,7 @@ func (c *cli) noTranscript(cl *jobs.Client, id string) error {
 	st, err := cl.Status(c.ctx, id)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound):
-		return fmt.Errorf("no job %s (no state, no transcript)", id)
+		return fmt.Errorf("no job %s%sno state, no transcript)", id, c.checkID(cl, id))
 	case err != nil:
 		return err
 	case !st.Status.Terminal():
@@ -188,10 +203,10 @@ func (c *cli) cancel(id string, asJSON bool) (int, error) {
 	if errors.Is(err, jobs.ErrNotFound) {
 		// Said as "job not found: X", the job published by hand and not
 		// yet taken (no state) looked gone, and it ran later all the same.
-		return 0, fmt.Errorf("job not found: %s has no state, so nothing to cancel (check the id). A job published without submit "+
+		return 0, fmt.Errorf("job not found: %s has no state, so nothing to cancel%sa job published without submit "+
 			"has none until a worker takes it, and nothing can cancel it before then: delete its message from %s "+
-			"(nats stream rmm %s SEQ, SEQ the sequence its publish was acknowledged with)",
-			id, cl.Names().JobsStream(), cl.Names().JobsStream())
+			"with nats stream rmm %s SEQ, SEQ the sequence its publish was acknowledged with)",
+			id, c.checkID(cl, id), cl.Names().JobsStream(), cl.Names().JobsStream())
 	}
 	if err != nil && c.ctx.Err() != nil {
 		// Ctrl-C while waiting for the job to stop said only "context

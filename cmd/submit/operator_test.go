@@ -321,3 +321,21 @@ func TestCancelInterrupted(t *testing.T) {
 		t.Fatal("cancel did not stop")
 	}
 }
+
+// TestMistypedIDSuggested: status, watch, transcript and cancel of an id
+// with no state name the ids it is likely a typo of.
+func TestMistypedIDSuggested(t *testing.T) {
+	startWorker(t)
+	if res := submitCmd(t, "", "--id", "report-2026-12-03", "echo:hi"); res.code != 0 {
+		t.Fatalf("submit: %+v", res)
+	}
+	for _, cmd := range []string{"status", "watch", "transcript", "cancel"} {
+		res := submitCmd(t, "", cmd, "report-2026-12-30")
+		if res.code != 1 || !strings.Contains(res.stderr, "did you mean report-2026-12-03?") {
+			t.Errorf("%s: %+v", cmd, res)
+		}
+	}
+	if res := submitCmd(t, "", "status", "zzz-other"); !strings.Contains(res.stderr, "check the id") {
+		t.Errorf("status of an id like none: %+v", res)
+	}
+}
