@@ -368,7 +368,8 @@ func (h *codeHost) value(kind string, seq int, make func() json.RawMessage) json
 // runEffect is the call of a tool with an effect (or a resource read),
 // as the journal runs it.
 func (j *job) runEffect(e *entry, args json.RawMessage) func(context.Context) (journal.Result, error) {
-	return func(ctx context.Context) (journal.Result, error) {
+	return func(ctx context.Context) (_ journal.Result, err error) {
+		defer j.recoverRun(ctx, e.tool.Name, &err) // a panic is the call's error (panics.go)
 		switch e.kind {
 		case kindMCP:
 			r, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)

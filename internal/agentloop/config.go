@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 
 	"github.com/jetagent/jetagent/internal/cfgerr"
 	"github.com/jetagent/jetagent/internal/codemode"
@@ -148,6 +149,10 @@ type Config struct {
 	// so that codemode's own cut, with its markers and the final value's
 	// share, is the only one the model's view of an execution gets.
 	CodeLimits codemode.Limits
+	// Logger logs what the model is not shown: the stack of a tool call
+	// that panicked inside the worker (the call fails with the panic's
+	// value). Nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // Loop runs agent jobs. It holds no per-job state and is safe for

@@ -249,7 +249,7 @@ func (j *job) run1(ctx context.Context, round int, c *call, emit func(context.Co
 	case len(c.invalid) > 0:
 		c.output, c.isError = invalidMessage(c), true
 	default:
-		c.output, c.isError = j.dispatch(ctx, c.tc.ID, c.entry, c.args, false, c)
+		c.output, c.isError = j.dispatchSafe(ctx, c)
 	}
 	dur := time.Since(start)
 	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)
@@ -325,11 +325,12 @@ func resendable(a toolcache.Annotations) bool {
 
 // effect runs one call with an effect through the journal, when the job
 // has one.
-func (j *job) effect(ctx context.Context, c *call, run func(context.Context) (journal.Result, error)) (journal.Result, error) {
+func (j *job) effect(ctx context.Context, c *call, run func(context.Context) (journal.Result, error)) (_ journal.Result, err error) {
 	jc, ok := j.journaled(c)
 	if !ok {
 		return run(ctx)
 	}
+	defer j.recoverJournal(c, &err) // run recovers its own (runEffect): this is the journal's
 	res, st, err := j.in.Journal.Do(ctx, c.key, jc, run)
 	c.status = st
 	if errors.Is(err, journal.ErrUnavailable) || errors.Is(err, journal.ErrDiverged) {

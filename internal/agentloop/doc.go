@@ -50,7 +50,10 @@
 //
 // A round is one accepted reply and the execution of its calls, which run
 // concurrently (Config.MaxParallelCalls) with results appended in call
-// order. When max_rounds rounds are used up, a last request without tools
+// order. A call that panics inside the worker (its tool's session, the
+// client-tool caller, a meta tool) fails alone, with the panic's value as
+// its result and journaled as a failed call, its stack in Config.Logger:
+// the process and the round's other calls go on. When max_rounds rounds are used up, a last request without tools
 // asks for the final answer (tool calls in that reply are dropped; a reply
 // with nothing else is asked again once); a server that refuses it because
 // the history holds tool calls (LiteLLM for Anthropic and Bedrock) gets it

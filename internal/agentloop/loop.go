@@ -1082,6 +1082,7 @@ func (j *job) execute(ctx context.Context, round int, calls []*call) ([]llm.Mess
 		emit := j.announce(ctx, round, c) // here, not in the goroutine: in call order
 		wg.Go(func() {
 			defer func() { <-sem }()
+			defer j.recoverCall(c) // a panic fails this call only (panics.go)
 			j.run1(ctx, round, c, emit)
 		})
 	}

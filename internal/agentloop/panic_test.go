@@ -1,0 +1,336 @@
+package agentloop_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/clienttools"
+	"github.com/jetagent/jetagent/internal/journal"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/reflect"
+	"github.com/jetagent/jetagent/internal/toolcache"
+)
+
+// childEnv names the test a child process runs in-process (see inChild).
+const childEnv = "AGENTLOOP_PANIC_CHILD"
+
+// inChild runs the calling test's body in a child process of the test
+// binary and fails the test with the child's output when it fails: a
+// panic in a goroutine the loop starts ends the whole process, and would
+// end every test of the package with it. In the child (the environment
+// names the test), it returns true and the body runs in-process.
+func inChild(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		text := string(out)
+		if i := strings.Index(text, "\npanic: "); i >= 0 {
+			text = text[i+1:] // the process died: its panic first
+		} else if i := strings.Index(text, "--- FAIL"); i >= 0 {
+			text = text[i:]
+		}
+		if len(text) > 4000 {
+			text = text[:4000] + "..."
+		}
+		t.Fatalf("the test process failed (%v):\n%s", err, text)
+	}
+	return false
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// panicky is a ToolSet whose tool boom panics (a nil map, a real runtime
+// panic) when called, and whose tool ok answers; it counts the calls.
+type panicky struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func panickySchema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+}
+
+func (p *panicky) Tools() []toolcache.Tool {
+	var out []toolcache.Tool
+	for _, n := range []string{"boom", "ok"} {
+		out = append(out, toolcache.Tool{Name: n, Original: n, Server: "s", Description: "Tool " + n + ".", InputSchema: panickySchema(), Parameters: panickySchema()})
+	}
+	return out
+}
+
+func (p *panicky) CallTool(_ context.Context, name string, _ json.RawMessage) (toolcache.Result, error) {
+	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = map[string]int{}
+	}
+	p.calls[name]++
+	p.mu.Unlock()
+	if name == "boom" {
+		var m map[string]int
+		m["x"]++ //nolint:staticcheck // a nil map on purpose: a real runtime panic
+	}
+	return toolcache.Result{Text: name + " done"}, nil
+}
+
+func (p *panicky) count(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[name]
+}
+
+func (p *panicky) ListResources(context.Context) ([]toolcache.Resource, error) { return nil, nil }
+func (p *panicky) ReadResource(context.Context, string) (string, error)        { return "", nil }
+
+// panickySearch is panicky whose search (search_tools) panics.
+type panickySearch struct{ *panicky }
+
+func (panickySearch) SearchToolsContext(context.Context, string, toolcache.SearchOptions) toolcache.SearchResult {
+	panic("the index is broken")
+}
+
+// nilMapPanic is the panic value of boom.
+const nilMapPanic = "assignment to entry in nil map"
+
+// TestCallPanicFailsOnlyThatCall: a panic in a call's goroutine (an MCP
+// tool's, a client tool's, a meta tool's, one behind call_tool or inside
+// execute_code) does not end the process: that call fails with the panic
+// value as its result (no stack in the model's view), the other call of
+// the round runs, the job goes on to its answer, and the call is
+// published and recorded as a failed call.
+func TestCallPanicFailsOnlyThatCall(t *testing.T) {
+	t.Parallel()
+	if !inChild(t) {
+		return
+	}
+	clientPanics := func(context.Context, string, json.RawMessage) (string, error) {
+		panic(fmt.Errorf("client transport broke"))
+	}
+	clientDecl := []clienttools.Decl{{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	for _, tc := range []struct {
+		name  string
+		mode  agentloop.Mode
+		calls []llm.ToolCall
+		tools func(*panicky) agentloop.ToolSet
+		in    func(*agentloop.Input)
+		// want: the first tool message starts with this; the second is ok's.
+		want   string
+		record string // the record kind of the panicked call ("" none)
+	}{
+		{name: "mcp tool", mode: agentloop.ModeFull,
+			calls: []llm.ToolCall{call("boom", `{}`), call("ok", `{}`)},
+			want:  "Error: the call of boom failed inside the worker: " + nilMapPanic},
+		{name: "call_tool", mode: agentloop.ModeSearch,
+			calls:  []llm.ToolCall{call("call_tool", `{"name":"boom","arguments":{}}`), call("call_tool", `{"name":"ok","arguments":{}}`)},
+			want:   "Error: the call of boom failed inside the worker: " + nilMapPanic,
+			record: reflect.KindCallTool},
+		{name: "search_tools", mode: agentloop.ModeSearch,
+			calls: []llm.ToolCall{call("search_tools", `{"query":"boom"}`), call("call_tool", `{"name":"ok","arguments":{}}`)},
+			tools: func(p *panicky) agentloop.ToolSet { return panickySearch{p} },
+			want:  "Error: the call of search_tools failed inside the worker: the index is broken"},
+		{name: "client tool", mode: agentloop.ModeFull,
+			calls: []llm.ToolCall{call("ask", `{}`), call("ok", `{}`)},
+			in: func(in *agentloop.Input) {
+				in.ClientTools, in.ClientCaller = clientDecl, clientPanics
+			},
+			want:   "Error: the call of ask failed inside the worker: client transport broke",
+			record: reflect.KindClientTool},
+		{name: "inside execute_code", mode: agentloop.ModeCode,
+			calls: []llm.ToolCall{codeCall(`try { await tools.boom({}) } catch (e) { console.log("caught:", e.message) }`), call("search_tools", `{"query":"ok"}`)},
+			want:  "caught: the call of boom failed inside the worker: " + nilMapPanic, record: reflect.KindCode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := &panicky{}
+			var ts agentloop.ToolSet = p
+			if tc.tools != nil {
+				ts = tc.tools(p)
+			}
+			var ev events
+			var log lockedBuffer
+			cfg := agentloop.Config{Logger: slog.New(slog.NewTextHandler(&log, nil))}
+			in := agentloop.Input{JobID: "j", Task: "go", Tools: ts, Mode: tc.mode, Sink: &ev}
+			if tc.in != nil {
+				tc.in(&in)
+			}
+			s := llmtest.NewServer(t, toolReply(tc.calls...), textReply("done"))
+			res, err := newLoop(t, s, cfg).Run(t.Context(), in)
+			if err != nil {
+				t.Fatalf("the job failed: %v", err)
+			}
+			if l := log.String(); !strings.Contains(l, "panic_test.go:") || !strings.Contains(l, "recovered a panic") {
+				t.Errorf("the log has no stack of the panic: %s", l)
+			}
+			if res.Answer != "done" {
+				t.Fatalf("answer %q", res.Answer)
+			}
+			msgs := toolMessages(s.Requests()[1].Messages)
+			if len(msgs) != 2 {
+				t.Fatalf("tool messages %+v", msgs)
+			}
+			got := msgs[0].Content
+			if !strings.HasPrefix(got, tc.want) {
+				t.Errorf("the panicked call's result %q, want it to start with %q", got, tc.want)
+			}
+			if strings.Contains(got, "goroutine") || strings.Contains(got, ".go:") {
+				t.Errorf("the model's view holds a stack: %q", got)
+			}
+			if strings.HasPrefix(msgs[1].Content, "Error") {
+				t.Errorf("the other call of the round failed: %q", msgs[1].Content)
+			}
+			var failed int
+			for _, e := range ev.of(agentloop.EventToolResult) {
+				if e.Data["error"] == true && strings.Contains(fmt.Sprint(e.Data["output"]), "failed inside the worker") {
+					failed++
+				}
+			}
+			if failed != 1 {
+				t.Errorf("%d tool.result events of a call that failed inside the worker, want 1", failed)
+			}
+			if tc.record != "" {
+				var rec *reflect.Record
+				for i, r := range res.Records {
+					if r.Kind == tc.record && rec == nil {
+						rec = &res.Records[i]
+					}
+				}
+				if rec == nil || !rec.IsError || rec.Output == nil || !strings.Contains(*rec.Output, "failed inside the worker") {
+					t.Errorf("records %+v: want a failed %s record", res.Records, tc.record)
+				}
+			}
+		})
+	}
+}
+
+// TestCallPanicJournaledAsFailed: a call that panicked is journaled like
+// a failed call: an attempt that resumes the round replays its error and
+// does not run it again (nor the call beside it).
+func TestCallPanicJournaledAsFailed(t *testing.T) {
+	t.Parallel()
+	if !inChild(t) {
+		return
+	}
+	p := &panicky{}
+	store := &dyingStore{}
+	round1 := toolReply(call("boom", `{}`), call("ok", `{}`))
+	// The first attempt ends after the round's calls ran: the next
+	// request is refused.
+	s1 := llmtest.NewServer(t, round1, llmtest.Reply{Status: 400})
+	in := agentloop.Input{JobID: "j", Task: "go", Tools: p, Mode: agentloop.ModeFull, Journal: newJournal(t, store, nil)}
+	if _, err := newLoop(t, s1, agentloop.Config{}).Run(t.Context(), in); err == nil {
+		t.Fatal("the first attempt succeeded")
+	}
+	first := toolMessages(s1.Requests()[1].Messages)
+
+	s2 := llmtest.NewServer(t, textReply("done"))
+	in.Journal = newJournal(t, &dyingStore{m: store.snapshot()}, store.snapshot())
+	res, err := newLoop(t, s2, agentloop.Config{}).Run(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, m := p.count("boom"), p.count("ok"); n != 1 || m != 1 {
+		t.Errorf("boom ran %d times, ok %d times; want once each", n, m)
+	}
+	again := toolMessages(s2.Requests()[0].Messages)
+	if len(first) != 2 || len(again) != 2 || first[0].Content != again[0].Content || first[1].Content != again[1].Content {
+		t.Fatalf("the resumed attempt's tool messages %+v, the first attempt's %+v", again, first)
+	}
+	if !strings.HasPrefix(again[0].Content, "Error: the call of boom failed inside the worker: "+nilMapPanic) {
+		t.Errorf("replayed %q", again[0].Content)
+	}
+	if res.Answer != "done" {
+		t.Errorf("answer %q", res.Answer)
+	}
+}
+
+// panickyStore is a journal store whose Put panics for keys with the
+// given prefix.
+type panickyStore struct {
+	dyingStore
+	prefix string
+}
+
+func (s *panickyStore) Put(ctx context.Context, key string, v []byte) error {
+	if strings.HasPrefix(key, s.prefix) {
+		panic("store broke")
+	}
+	return s.dyingStore.Put(ctx, key, v)
+}
+
+// TestJournalPanicEndsTheAttempt: a journal store that panics while a
+// call is journaled (in the call's goroutine) is an unavailable journal:
+// the attempt ends with journal.ErrUnavailable, and the process lives.
+// (From outside the journal, a panic of its intent's write, after which
+// the call must not run, cannot be told from one of its completion's:
+// ending the attempt is right for both; the next one finds the call
+// interrupted or not begun.)
+func TestJournalPanicEndsTheAttempt(t *testing.T) {
+	t.Parallel()
+	if !inChild(t) {
+		return
+	}
+	p := &panicky{}
+	// Round 1's answer with the intents is stored (key t1); the call's
+	// completion (c1.1) panics.
+	store := &panickyStore{prefix: "c1.1"}
+	s := llmtest.NewServer(t, toolReply(call("ok", `{}`), call("ok", `{"n":2}`)), textReply("done"))
+	in := agentloop.Input{JobID: "j", Task: "go", Tools: p, Mode: agentloop.ModeFull, Journal: newJournal(t, store, nil)}
+	_, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), in)
+	if err == nil || !strings.Contains(err.Error(), "store broke") || !errors.Is(err, journal.ErrUnavailable) {
+		t.Fatalf("err = %v, want the journal unavailable with the panic", err)
+	}
+}
+
+// TestSinkPanicKeepsTheResult: a sink that panics while a call's result
+// is published leaves the call's result as it ran.
+func TestSinkPanicKeepsTheResult(t *testing.T) {
+	t.Parallel()
+	if !inChild(t) {
+		return
+	}
+	p := &panicky{}
+	sink := agentloop.SinkFunc(func(_ context.Context, e agentloop.Event) {
+		if e.Type == agentloop.EventToolResult && e.Data["name"] == "ok" {
+			panic("sink broke")
+		}
+	})
+	s := llmtest.NewServer(t, toolReply(call("ok", `{}`)), textReply("done"))
+	res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{JobID: "j", Task: "go", Tools: p, Mode: agentloop.ModeFull, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := toolMessages(res.Messages); len(msgs) != 1 || msgs[0].Content != "ok done" {
+		t.Errorf("tool messages %+v", msgs)
+	}
+}

@@ -1,0 +1,177 @@
+package agentloop
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jetagent/jetagent/internal/journal"
+	"github.com/jetagent/jetagent/internal/reflect"
+)
+
+// A panic in a goroutine the loop starts for a call (execute runs each
+// call of a round in its own) would end the worker's process and every
+// job on it: the worker recovers only the panics of the runner's own
+// goroutine (jobs.Worker.callRunner). So each call recovers its own:
+//
+//   - runEffect, inside the journal's Do, turns a panic of the tool's run
+//     (the MCP session, the client-tool caller, a resource read, the
+//     output check) into the run's error: the journal records the call
+//     completed with that error, as any failed call, so an attempt that
+//     resumes the round replays the error and does not run it again;
+//   - effect turns a panic of the journal itself (its store) into
+//     journal.ErrUnavailable, which ends the attempt as a store that
+//     fails does;
+//   - dispatchSafe turns a panic of any other part of a call (the meta
+//     tools search_tools and get_tool_details, call_tool, execute_code's
+//     host) into that call's error;
+//   - execute's goroutine recovers what is left (run1's publishing of the
+//     result: a panicking Sink), keeping a result the call already has.
+//
+// The model gets the panic value (cut short), never the stack; the log
+// (Config.Logger) gets a short stack.
+
+// panicValueMax bounds the panic value a call's error quotes.
+const panicValueMax = 500
+
+// panicStackFrames bounds the frames of a logged panic's stack.
+const panicStackFrames = 12
+
+// panicError is the error of a call whose run panicked.
+type panicError struct {
+	tool  string
+	value any
+}
+
+func (e *panicError) Error() string {
+	v := fmt.Sprint(e.value)
+	if len(v) > panicValueMax {
+		cut := panicValueMax
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut] + fmt.Sprintf("... (%d bytes)", len(v))
+	}
+	return fmt.Sprintf("the call of %s failed inside the worker: %s", e.tool, v)
+}
+
+// logger is the loop's logger (Config.Logger, else slog's default).
+func (l *Loop) logger() *slog.Logger {
+	if l.cfg.Logger != nil {
+		return l.cfg.Logger
+	}
+	return slog.Default()
+}
+
+// logPanic logs a recovered panic with a short stack. It is called from
+// the deferred function that recovered it, so the stack is the
+// panicking goroutine's.
+func (j *job) logPanic(what, tool string, p any, attrs ...any) {
+	attrs = append([]any{"job_id", j.in.JobID, "tool", tool, "in", what}, attrs...)
+	attrs = append(attrs, "panic", fmt.Sprint(p), "stack", shortStack())
+	j.l.logger().Error("recovered a panic of a tool call inside the worker", attrs...)
+}
+
+// shortStack is the stack of the goroutine calling it, from the frame
+// that panicked (after runtime.gopanic: not the recovering functions),
+// runtime frames left out, at most panicStackFrames.
+func shortStack() string {
+	pcs := make([]uintptr, 64)
+	n := runtime.Callers(3, pcs) // runtime.Callers, shortStack, logPanic
+	frames := runtime.CallersFrames(pcs[:n])
+	var lines []string
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			lines = lines[:0] // the recovering functions
+		case f.Function != "" && !strings.HasPrefix(f.Function, "runtime."):
+			lines = append(lines, fmt.Sprintf("%s %s:%d", f.Function, f.File, f.Line))
+		}
+		if !more {
+			break
+		}
+	}
+	if len(lines) > panicStackFrames {
+		lines = append(lines[:panicStackFrames], "...")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// recoverJournal is effect's recover (deferred): a panic of the journal
+// (its store) is a journal that cannot be written, which ends the
+// attempt; whether the call ran is then what the journal holds.
+func (j *job) recoverJournal(c *call, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	j.logPanic("journal", toolName(c.target, c.tc.Function.Name), p, "call_id", c.tc.ID, "key", c.key)
+	c.fatal = fmt.Errorf("%w: %s: the journal failed inside the worker: %v", journal.ErrUnavailable, c.key, p)
+	*err = c.fatal
+}
+
+// recoverRun is runEffect's recover (deferred): a panic of the run
+// becomes its error.
+func (j *job) recoverRun(ctx context.Context, tool string, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	j.logPanic("tool run", tool, p, "idempotency_key", journal.KeyFromContext(ctx))
+	*err = &panicError{tool: tool, value: p}
+}
+
+// dispatchSafe is dispatch of c (direct) with a panic turned into c's
+// error, recorded as dispatch records a failed call.
+func (j *job) dispatchSafe(ctx context.Context, c *call) (out string, isErr bool) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		j.logPanic("dispatch", c.tc.Function.Name, p, "call_id", c.tc.ID)
+		out, isErr = "Error: "+(&panicError{tool: toolName(c.target, c.tc.Function.Name), value: p}).Error(), true
+		j.recordFailed(c, out)
+	}()
+	return j.dispatch(ctx, c.tc.ID, c.entry, c.args, false, c)
+}
+
+// recordFailed gives c the record dispatch would have given it, failed
+// with out, when the panic came before dispatch made it.
+func (j *job) recordFailed(c *call, out string) {
+	if c.record != nil || c.entry == nil || c.target == nil {
+		if c.record != nil {
+			c.record.Output, c.record.IsError = &out, true
+		}
+		return
+	}
+	switch {
+	case c.entry.kind == kindCallTool:
+		c.record = &reflect.Record{ID: c.tc.ID, CallID: c.tc.ID, Kind: reflect.KindCallTool,
+			Name: c.target.tool.Name, Input: c.targetArgs, Output: &out, IsError: true}
+	case c.entry.kind == kindClient:
+		c.record = &reflect.Record{ID: c.tc.ID, CallID: c.tc.ID, Kind: reflect.KindClientTool,
+			Name: c.entry.tool.Name, Input: c.args, Output: &out, IsError: true}
+	}
+}
+
+// recoverCall is the last recover of a call's goroutine (deferred in
+// execute): a panic outside the call's run and dispatch (its result's
+// publishing) keeps the result the call has, or fails it.
+func (j *job) recoverCall(c *call) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	j.logPanic("call", c.tc.Function.Name, p, "call_id", c.tc.ID)
+	if c.forModel != "" {
+		return // the call's result is made; only its publishing failed
+	}
+	c.output, c.isError = "Error: "+(&panicError{tool: toolName(c.target, c.tc.Function.Name), value: p}).Error(), true
+	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)
+	j.recordFailed(c, c.forModel)
+}
