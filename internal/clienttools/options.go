@@ -33,6 +33,10 @@ type Options struct {
 	// OnReject, when set, is told of every ignored message (wrapping
 	// ErrRejected), for logs and metrics. It must not block.
 	OnReject func(error)
+	// OnPanic, when set, is told of a Serve handler that panicked (its
+	// call is answered as a tool error quoting the panic's value), with
+	// the goroutine's stack, for logs. It must not block.
+	OnPanic func(err error, stack []byte)
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
@@ -55,6 +59,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.OnReject == nil {
 		o.OnReject = func(error) {}
+	}
+	if o.OnPanic == nil {
+		o.OnPanic = func(error, []byte) {}
 	}
 	switch {
 	case !prefixRE.MatchString(o.Prefix):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -153,6 +154,29 @@ func (s *responder) fresh(req Request) bool {
 	return true
 }
 
+// maxPanicValue bounds the panic value a handler's answer quotes.
+const maxPanicValue = 500
+
+// handle is the handler with a panic turned into the call's tool error
+// (and told to Options.OnPanic): in the request's goroutine a panic ended
+// the submitter's process, the job's other calls with it, and the worker
+// waited out its timeout.
+func (s *responder) handle(ctx context.Context, name string, args json.RawMessage) (out string, isErr bool, err error) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		v := fmt.Sprint(p)
+		if len(v) > maxPanicValue {
+			v = strings.ToValidUTF8(v[:maxPanicValue], "") + fmt.Sprintf("... (%d bytes)", len(v))
+		}
+		out, isErr, err = "", true, fmt.Errorf("the client tool %s failed inside the submitter: %s", name, v)
+		s.o.OnPanic(err, debug.Stack())
+	}()
+	return s.h(ctx, name, args)
+}
+
 func (s *responder) answer(reply string, req Request) {
 	a := Answer{V: WireVersion, ID: req.ID}
 	if len(req.Arguments) > s.o.MaxArgs {
@@ -167,7 +191,7 @@ func (s *responder) answer(reply string, req Request) {
 			until = d
 		}
 		ctx, cancel := context.WithDeadline(s.ctx, until)
-		out, isErr, err := s.h(ctx, req.Tool, json.RawMessage(req.Arguments))
+		out, isErr, err := s.handle(ctx, req.Tool, json.RawMessage(req.Arguments))
 		cancel()
 		a.Output, a.IsError = out, isErr
 		if err != nil {
