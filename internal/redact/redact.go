@@ -326,6 +326,16 @@ func Secrets(raw string) []string {
 // whole stretch they cover is one Mask, so no part of either is shown.
 // It takes time linear in len(s) for each secret.
 func Text(s string, secrets []string) string {
+	covered := cover(s, secrets)
+	if covered == nil {
+		return s
+	}
+	return writeMasked(s, covered)
+}
+
+// cover marks the bytes of s that some occurrence of one of secrets
+// covers; nil when none occurs.
+func cover(s string, secrets []string) []bool {
 	var covered []bool
 	for _, sec := range secrets {
 		if sec == "" {
@@ -349,20 +359,28 @@ func Text(s string, secrets []string) string {
 			from = i + 1 // matches may overlap ("aaaa" in "aaaaaa")
 		}
 	}
-	if covered == nil {
-		return s
-	}
+	return covered
+}
+
+// writeMasked is s with each run of covered bytes replaced by one Mask;
+// the bytes between runs are copied a run at a time.
+func writeMasked(s string, covered []bool) string {
 	var b strings.Builder
+	b.Grow(len(s))
 	for i := 0; i < len(s); {
-		if !covered[i] {
-			b.WriteByte(s[i])
-			i++
-			continue
+		j := i
+		for j < len(s) && !covered[j] {
+			j++
+		}
+		b.WriteString(s[i:j])
+		if j == len(s) {
+			break
 		}
 		b.WriteString(Mask)
-		for i < len(s) && covered[i] {
-			i++
+		for j < len(s) && covered[j] {
+			j++
 		}
+		i = j
 	}
 	return b.String()
 }

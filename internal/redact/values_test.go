@@ -1,0 +1,126 @@
+package redact_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jetagent/jetagent/internal/redact"
+)
+
+// TestForms: a secret quoted by a JSON encoder or in a URL is written
+// otherwise than as it is; each way is a form to mask.
+func TestForms(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		secret string
+		want   []string
+	}{
+		{"ghp_abc123def456", []string{"ghp_abc123def456"}},
+		{`p"q\w`, []string{`p"q\w`, `p\"q\\w`, "p%22q%5Cw"}},
+		{"a<b>&c/d", []string{"a<b>&c/d", `a\u003cb\u003e\u0026c/d`, `a\u003cb\u003e\u0026c\/d`, `a<b>&c\/d`, "a%3Cb%3E%26c%2Fd", "a%3Cb%3E&c%2Fd"}},
+		{"pass word+1", []string{"pass word+1", "pass+word%2B1", "pass%20word+1"}},
+		{"kéy\n", []string{"kéy\n", `kéy\n`, `k\u00e9y\n`, "k%C3%A9y%0A"}},
+		{"😀x", []string{"😀x", `\ud83d\ude00x`, "%F0%9F%98%80x"}},
+		{"", nil},
+	} {
+		if got := redact.Forms(tc.secret); !slices.Equal(got, tc.want) {
+			t.Errorf("Forms(%q) = %q, want %q", tc.secret, got, tc.want)
+		}
+	}
+}
+
+// TestJSON: secrets come out of a JSON document's strings, its keys
+// included, whatever escapes an encoder wrote them with; the document
+// stays valid JSON and is otherwise unchanged, byte for byte.
+func TestJSON(t *testing.T) {
+	t.Parallel()
+	secrets := func(ss ...string) []string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, redact.Forms(s)...)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		raw     string
+		secrets []string
+		want    string
+	}{
+		{"value", `{"GITHUB_TOKEN": "ghp_abc123def456", "n": 1}`, secrets("ghp_abc123def456"), `{"GITHUB_TOKEN": "xxxxx", "n": 1}`},
+		{"inside a value", `{"auth":"Bearer ghp_abc123def456"}`, secrets("ghp_abc123def456"), `{"auth":"Bearer xxxxx"}`},
+		{"key", `{"ghp_abc123def456":{"scopes":["repo"]}}`, secrets("ghp_abc123def456"), `{"xxxxx":{"scopes":["repo"]}}`},
+		{"escaped quote", `["p\"q\\w-123456"]`, secrets(`p"q\w-123456`), `["xxxxx"]`},
+		{"Go's HTML escapes", `{"v":"a\u003cb\u003e-123456"}`, secrets("a<b>-123456"), `{"v":"xxxxx"}`},
+		{"PHP's slash", `{"v":"ab\/cd\/123456"}`, secrets("ab/cd/123456"), `{"v":"xxxxx"}`},
+		{"Python's ASCII", `{"v":"k\u00e9y-123456"}`, secrets("kéy-123456"), `{"v":"xxxxx"}`},
+		{"number left", `{"pin":12345678,"s":"12345678"}`, secrets("12345678"), `{"pin":12345678,"s":"xxxxx"}`},
+		{"other escapes kept", `{"a":"line\nnext \u00e9","b":"tok-123456789"}`, secrets("tok-123456789"), `{"a":"line\nnext \u00e9","b":"xxxxx"}`},
+		{"cut escape re-encoded", `{"v":"x\\\\tok-123456789"}`, []string{`\tok-123456789`}, `{"v":"x\\xxxxx"}`},
+		{"nothing", `{"a": "b"}`, secrets("ghp_abc123def456"), `{"a": "b"}`},
+		{"not JSON", `token=ghp_abc123def456 {`, secrets("ghp_abc123def456"), `token=xxxxx {`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := string(redact.JSON([]byte(tc.raw), tc.secrets))
+			if got != tc.want {
+				t.Errorf("JSON(%s) = %s, want %s", tc.raw, got, tc.want)
+			}
+			if json.Valid([]byte(tc.raw)) && !json.Valid([]byte(got)) {
+				t.Errorf("JSON(%s) = %s: no longer valid JSON", tc.raw, got)
+			}
+		})
+	}
+}
+
+// TestJSONStaysValid: whatever a secret holds, and wherever it occurs,
+// a masked valid document is valid.
+func TestJSONStaysValid(t *testing.T) {
+	t.Parallel()
+	docs := []string{
+		`{"a":"\\\\\"\"\\u0041","b":["\u0041\u0042",1,true,null],"c\\\"":{"d":"e"}}`,
+		`["\\", "\"", "\\\"", "a\\b\"c"]`,
+	}
+	for _, doc := range docs {
+		for i := 0; i < len(doc); i++ {
+			for j := i + 1; j <= len(doc) && j <= i+6; j++ {
+				got := redact.JSON([]byte(doc), []string{doc[i:j]})
+				if !json.Valid(got) {
+					t.Fatalf("JSON(%s) masking %q = %s: no longer valid", doc, doc[i:j], got)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkLargeResult: a tool's result of 1 MiB with 10 secrets (their
+// Forms: 10 to 30 patterns), as text and as a JSON document, a few
+// secrets occurring in it; ns/op grows linearly with the size
+// (go test -run '^$' -bench LargeResult ./internal/redact/).
+func BenchmarkLargeResult(b *testing.B) {
+	var secrets []string
+	for i := range 10 {
+		secrets = append(secrets, redact.Forms(fmt.Sprintf("sk-%02d/a1B2c3D4e5F6g7H8\"", i))...)
+	}
+	line := `{"path":"/srv/data/file-0001.txt","size":12345,"owner":"someone","note":"an ordinary line of output"},`
+	for _, n := range []int{1 << 18, 1 << 20} {
+		body := strings.Repeat(line, n/len(line))
+		doc := "[" + body + `{"token":"sk-03/a1B2c3D4e5F6g7H8\""}]`
+		b.Run(fmt.Sprintf("text/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				redact.Text(doc, secrets)
+			}
+		})
+		b.Run(fmt.Sprintf("json/%d", n), func(b *testing.B) {
+			raw := []byte(doc)
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				redact.JSON(raw, secrets)
+			}
+		})
+	}
+}
