@@ -263,19 +263,44 @@ func (c *catalog) codeCatalog() *codemode.Catalog {
 
 // modeTools is one mode's tools array and its token count, made once.
 type modeTools struct {
-	once  sync.Once
+	mu    sync.Mutex
+	done  bool
 	tools []llm.Tool
 	toks  int
 	err   error
 }
 
-// get builds the array with build and counts it with count, once.
+// get builds the array with build and counts it with count, once. A
+// build or count that panics is this call's error and is not kept: with
+// a sync.Once the array stayed nil, and every later job of the shared
+// catalog was sent no tools, without an error.
 func (m *modeTools) get(build func() []llm.Tool, count func([]llm.Tool) (int, error)) ([]llm.Tool, int, error) {
-	m.once.Do(func() {
-		m.tools = build()
-		m.toks, m.err = count(m.tools)
-	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.done {
+		var tools []llm.Tool
+		var toks int
+		var err error
+		if p := safely(func() {
+			tools = build()
+			toks, err = count(tools)
+		}); p != nil {
+			return nil, 0, p
+		}
+		m.tools, m.toks, m.err, m.done = tools, toks, err, true
+	}
 	return m.tools, m.toks, m.err
+}
+
+// safely runs f, returning its panic as an error.
+func safely(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("agentloop: building the tools panicked: %v", p)
+		}
+	}()
+	f()
+	return nil
 }
 
 // newCatalog starts an empty catalog.
@@ -357,7 +382,14 @@ func (c *tokenCache) catalog(key catalogKey, build func() (*catalog, error)) (*c
 		c.catalogs[key] = slot
 	}
 	c.mu.Unlock()
-	slot.once.Do(func() { slot.cat, slot.err = build() })
+	slot.once.Do(func() {
+		// A build that panics (a ToolSet's listing) is an error, and the
+		// slot is not kept: the slot stayed, empty, and every later job of
+		// the key got a nil catalog.
+		if p := safely(func() { slot.cat, slot.err = build() }); p != nil {
+			slot.cat, slot.err = nil, p
+		}
+	})
 	if slot.err != nil {
 		c.mu.Lock()
 		if c.catalogs[key] == slot {
