@@ -918,34 +918,43 @@ const minConfigSecret = 8
 // first count as arguments.
 func (sc ServerConfig) configSecrets() []string {
 	var out []string
-	add := func(v string) {
+	sc.eachCredential(func(v string, _ bool) {
 		if len(v) >= minConfigSecret && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
-	}
+	})
+	return out
+}
+
+// eachCredential calls f with each value configSecrets takes, in the
+// config's order (perhaps more than once): named is true for a value
+// taken by its name or its place (a credential header, variable or flag,
+// a header's value after its scheme, a URL's credentials), false for one
+// taken by its look alone.
+func (sc ServerConfig) eachCredential(f func(v string, named bool)) {
 	byLook := func(v string) {
 		if redact.SecretSegment(v) {
-			add(v)
+			f(v, false)
 		}
 		if strings.Contains(v, "://") {
 			for _, s := range redact.Secrets(v) {
-				add(s)
+				f(s, true)
 			}
 		}
 	}
 	for _, k := range sortedKeys(sc.Headers) {
 		v := sc.Headers[k]
 		if redact.CredentialParam(k) || strings.EqualFold(k, "Cookie") {
-			add(v)
+			f(v, true)
 			if _, cred, ok := strings.Cut(v, " "); ok {
-				add(strings.TrimSpace(cred))
+				f(strings.TrimSpace(cred), true)
 			}
 		}
 		byLook(v)
 	}
 	for _, k := range sortedKeys(sc.Env) {
 		if redact.CredentialParam(k) {
-			add(sc.Env[k])
+			f(sc.Env[k], true)
 		}
 		byLook(sc.Env[k])
 	}
@@ -961,14 +970,13 @@ func (sc ServerConfig) configSecrets() []string {
 		name, value, hasValue := strings.Cut(flag, "=")
 		switch {
 		case isFlag && hasValue && redact.CredentialParam(name):
-			add(value)
+			f(value, true)
 		case isFlag && !hasValue && redact.CredentialParam(name) && i+1 < len(args):
-			add(args[i+1])
+			f(args[i+1], true)
 		}
 		if isFlag && hasValue {
 			byLook(value)
 		}
 		byLook(a)
 	}
-	return out
 }

@@ -48,12 +48,19 @@ const dropPingsEnv = "TOOLCACHE_TEST_DROP_PINGS"
 // it reports through its saw_discover tool. With dropPingsEnv set it does not
 // answer pings.
 func serveStdio(name string) int {
-	s := newTestMCPServer(name)
-	if name == "env" {
+	serverName := name
+	if name == "secrets" { // a server that names itself by its token
+		serverName += " " + os.Getenv("GITHUB_TOKEN")
+	}
+	s := newTestMCPServer(serverName)
+	if name == "env" || name == "secrets" {
 		s.AddTool(mcp.NewTool("environ", mcp.WithDescription("The server's environment, one VAR=value a line.")),
 			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return mcp.NewToolResultText(strings.Join(os.Environ(), "\n")), nil
 			})
+	}
+	if name == "secrets" {
+		addEnvironTools(s)
 	}
 	var in io.Reader = os.Stdin
 	var sawDiscover atomic.Bool

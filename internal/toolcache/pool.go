@@ -223,8 +223,11 @@ type Pool struct {
 	disabled map[string]ServerConfig
 	registry *Registry
 	// secrets are the credentials the servers' URLs carry, taken out of
-	// every error and log line (urlSecrets).
+	// every error and log line (errorSecrets).
 	secrets []string
+	// shown are the credentials taken out of what servers answer: tool
+	// results, resources, tool definitions, notifications (answerSecrets).
+	shown []string
 
 	ctx    context.Context // ends at Close: stops background loops
 	cancel context.CancelFunc
@@ -273,13 +276,14 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 	if err := full.Validate(); err != nil {
 		return nil, err
 	}
-	secrets := urlSecrets(full.Servers)
+	secrets := errorSecrets(full.Servers)
 	if len(secrets) > 0 {
 		o.logger = slog.New(scrubHandler{o.logger.Handler(), secrets})
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &Pool{
 		secrets:  secrets,
+		shown:    answerSecrets(full.Servers),
 		opts:     o,
 		conns:    map[string]*serverConn{},
 		disabled: map[string]ServerConfig{},
@@ -351,6 +355,7 @@ func (p *Pool) Status() []ServerStatus {
 	for _, name := range p.names {
 		st := p.conns[name].status()
 		st.Error = redact.Text(st.Error, p.secrets)
+		st.ServerName, st.ServerVer = p.maskText(st.ServerName), p.maskText(st.ServerVer)
 		out = append(out, st)
 	}
 	for name, sc := range p.disabled {
@@ -393,7 +398,7 @@ func (p *Pool) onNotification(name string, s *session, n mcp.JSONRPCNotification
 		}
 	}
 	if p.opts.notify != nil {
-		p.opts.notify(name, n)
+		p.opts.notify(name, p.maskNotification(n))
 	}
 }
 
@@ -733,6 +738,7 @@ func (c *serverConn) warnLeftOut(log *slog.Logger, skipped []error) {
 // setTools publishes a new tool list; the registry is rebuilt (and OnChange
 // fired) only when something changed.
 func (c *serverConn) setTools(tools []Tool) {
+	c.p.maskTools(tools)
 	c.mu.Lock()
 	same := c.hasTools && reflect.DeepEqual(c.tools, tools)
 	c.tools, c.hasTools = tools, true

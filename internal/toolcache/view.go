@@ -202,7 +202,7 @@ func (v *View) keeps(t Tool) bool {
 // reconnected session.
 func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	res, err := v.callTool(ctx, name, args)
-	return res, scrub(opError("call "+name, err), v.p.secrets)
+	return v.p.maskResult(res), scrub(opError("call "+name, err), v.p.secrets)
 }
 
 func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
@@ -310,6 +310,9 @@ func (v *View) session(ctx context.Context, c *serverConn) (*session, error) {
 // servers. A server that fails is skipped when others answer.
 func (v *View) ListResources(ctx context.Context) ([]Resource, error) {
 	rs, err := v.listResources(ctx)
+	for i := range rs {
+		rs[i] = v.p.maskResource(rs[i])
+	}
 	return rs, scrub(opError("list resources", err), v.p.secrets)
 }
 
@@ -384,7 +387,7 @@ func (v *View) sessionNow(ctx context.Context, c *serverConn) (*session, error) 
 // resources until one answers.
 func (v *View) ReadResource(ctx context.Context, uriOrName string) (string, error) {
 	text, err := v.readResource(ctx, uriOrName)
-	return text, scrub(opError("read resource "+uriOrName, err), v.p.secrets)
+	return v.p.maskText(text), scrub(opError("read resource "+uriOrName, err), v.p.secrets)
 }
 
 func (v *View) readResource(ctx context.Context, uriOrName string) (string, error) {
@@ -393,7 +396,8 @@ func (v *View) readResource(ctx context.Context, uriOrName string) (string, erro
 		return "", err
 	}
 	for _, r := range listed {
-		if r.URI != "" && (r.URI == uriOrName || r.Name == uriOrName) {
+		shown := v.p.maskResource(r) // as ListResources listed it
+		if r.URI != "" && (r.URI == uriOrName || r.Name == uriOrName || shown.URI == uriOrName || shown.Name == uriOrName) {
 			s, err := v.session(ctx, v.p.conns[r.Server])
 			if err != nil {
 				return "", err
