@@ -72,6 +72,34 @@ func (m *faultModel) requests() []time.Time {
 	return append([]time.Time(nil), m.arrivals...)
 }
 
+func (m *faultModel) cancelledRequests() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cancelled
+}
+
+// closeAndSettle closes srv, m's server, and waits until every request's
+// handler has returned (httptest's Close does), so that m's counts are
+// final: a hung request is counted as cancelled by its handler only once
+// the server has seen its client go, which can come after the job's end
+// is seen on a loaded machine (its client gave up, the job ended, the
+// test read the count, all before the server's side of the cancelled
+// request ran). A handler that never returns is a client that never gave
+// up: the wait is bounded.
+func closeAndSettle(t *testing.T, srv *httptest.Server) {
+	t.Helper()
+	closed := make(chan struct{})
+	go func() {
+		srv.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(natstest.WaitTimeout):
+		t.Fatalf("a model request still ran %s after its job ended: its client never gave up on it", natstest.WaitTimeout)
+	}
+}
+
 // Faults.
 func status(code int, header map[string]string, body string) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, _ *http.Request) {
@@ -180,6 +208,7 @@ func runFaultJob(t *testing.T, m *faultModel) (st *jobs.State, types, deadLetter
 	for msg := range batch.Messages() {
 		deadLetters = append(deadLetters, msg.Headers().Get("Jetagent-Reason"))
 	}
+	closeAndSettle(t, srv)
 	return st, types, deadLetters
 }
 
@@ -289,8 +318,8 @@ func TestModelEndpointFaults(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %s", st.Status, st.Error)
-			if tc.hung && m.cancelled != len(reqs) {
-				t.Errorf("%d of %d hung requests were given up on by the client", m.cancelled, len(reqs))
+			if n := m.cancelledRequests(); tc.hung && n != len(reqs) {
+				t.Errorf("%d of %d hung requests were given up on by the client", n, len(reqs))
 			}
 		})
 	}
