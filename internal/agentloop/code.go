@@ -256,6 +256,19 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 		res = journal.Result{Text: "Error: " + err.Error(), IsError: true}
 	}
 	text := resultText(toolcache.Result{Text: res.Text, Structured: res.Structured, IsError: res.IsError})
+	// Recorded before its events are published: a Sink that panics then
+	// ends the execution (codemode's Abort), and the call, which ran and
+	// is journaled, must still be in the reflected transcript.
+	out := truncate(text, j.l.cfg.MaxToolOutput)
+	if strings.TrimSpace(out) == "" {
+		out = noOutput // the record is history for a continuation: as run1 does
+	}
+	h.mu.Lock()
+	h.records = append(h.records, reflect.Record{
+		ID: id, CallID: parent.tc.ID, Kind: reflect.KindCode, Name: name,
+		Input: args, Output: &out, IsError: res.IsError,
+	})
+	h.mu.Unlock()
 	if ic.status == journal.Interrupted {
 		emit(ctx, EventToolInterrupted, h.round, map[string]any{
 			"call_id": id, "name": name, "tool": name, "idempotency_key": j.idempotencyKey(ic),
@@ -272,16 +285,6 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 		data["journal"] = ic.status.String()
 	}
 	emit(ctx, EventToolResult, h.round, data)
-	out := truncate(text, j.l.cfg.MaxToolOutput)
-	if strings.TrimSpace(out) == "" {
-		out = noOutput // the record is history for a continuation: as run1 does
-	}
-	h.mu.Lock()
-	h.records = append(h.records, reflect.Record{
-		ID: id, CallID: parent.tc.ID, Kind: reflect.KindCode, Name: name,
-		Input: args, Output: &out, IsError: res.IsError,
-	})
-	h.mu.Unlock()
 	if res.IsError {
 		return codemode.Result{Text: strings.TrimPrefix(text, "Error: "), IsError: true}, nil
 	}

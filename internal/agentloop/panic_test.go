@@ -334,3 +334,31 @@ func TestSinkPanicKeepsTheResult(t *testing.T) {
 		t.Errorf("tool messages %+v", msgs)
 	}
 }
+
+// TestSinkPanicInsideCodeKeepsTheRecord: a sink that panics while an
+// inner call's result is published ends the execution (codemode turns
+// the host's panic into an abort), but the inner call ran and is
+// journaled: it stays in the reflected transcript's records.
+func TestSinkPanicInsideCodeKeepsTheRecord(t *testing.T) {
+	t.Parallel()
+	p := &panicky{}
+	sink := agentloop.SinkFunc(func(_ context.Context, e agentloop.Event) {
+		if e.Type == agentloop.EventToolResult && e.Data["from"] == agentloop.ToolExecuteCode {
+			panic("sink broke")
+		}
+	})
+	s := llmtest.NewServer(t, toolReply(codeCall(`await tools.ok({})`)), textReply("done"))
+	res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{JobID: "j", Task: "go", Tools: p, Mode: agentloop.ModeCode, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := toolMessages(res.Messages); len(msgs) != 1 || !strings.Contains(msgs[0].Content, "sink broke") {
+		t.Errorf("tool messages %+v, want the execution stopped by the panic", msgs)
+	}
+	if len(res.Records) != 1 || res.Records[0].Name != "ok" || res.Records[0].Output == nil || *res.Records[0].Output != "ok done" {
+		t.Errorf("records %+v, want the inner call that ran", res.Records)
+	}
+	if n := p.count("ok"); n != 1 {
+		t.Errorf("ok ran %d times", n)
+	}
+}
