@@ -119,3 +119,42 @@ func JSON(raw []byte, secrets []string) []byte {
 	b.WriteString(s[last:])
 	return []byte(b.String())
 }
+
+// minPart is the shortest part of a secret Window masks at a cut.
+const minPart = 4
+
+// Window is Text for s, a window of a longer text (the tail of a log, the
+// start of a line) cut before it (cutBefore) or after it (cutAfter): an
+// occurrence of a secret that the cut split shows only part of it, which
+// Text cannot find. At a cut, the longest part of a secret of at least 4
+// bytes that s begins with (the secret's end) or ends with (its start) is
+// masked too, and so is a window cut on both sides that lies inside a
+// secret. When the whole text is at hand, mask it with Text before
+// cutting instead: a cut can then only split a Mask.
+func Window(s string, secrets []string, cutBefore, cutAfter bool) string {
+	head, tail := 0, 0 // bytes of s's start and end that are a secret's part
+	for _, sec := range secrets {
+		if cutBefore && cutAfter && len(s) >= minPart && len(s) < len(sec) && strings.Contains(sec, s) {
+			return Mask // a window inside a secret
+		}
+		for k := min(len(sec)-1, len(s)); k >= minPart && (cutBefore && k > head || cutAfter && k > tail); k-- {
+			if cutBefore && k > head && strings.HasPrefix(s, sec[len(sec)-k:]) {
+				head = k
+			}
+			if cutAfter && k > tail && strings.HasSuffix(s, sec[:k]) {
+				tail = k
+			}
+		}
+	}
+	if head+tail > 0 && head+tail >= len(s) {
+		return Mask
+	}
+	out := Text(s[head:len(s)-tail], secrets)
+	if head > 0 {
+		out = Mask + out
+	}
+	if tail > 0 {
+		out += Mask
+	}
+	return out
+}

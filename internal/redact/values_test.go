@@ -124,3 +124,28 @@ func BenchmarkLargeResult(b *testing.B) {
 		})
 	}
 }
+
+// TestWindow: a window cut out of a longer text (a log's tail, a line's
+// start) may begin with a secret's end or end with its start; those
+// parts are masked, as whole secrets are.
+func TestWindow(t *testing.T) {
+	t.Parallel()
+	sec := []string{"ghp_16C7e42F292c6912E7710c838347Ae178B4a"}
+	for _, tc := range []struct {
+		s                   string
+		cutBefore, cutAfter bool
+		want                string
+	}{
+		{"c838347Ae178B4a refused; token ghp_16C7e42F292c6912E7710c838347Ae178B4a", true, false, "xxxxx refused; token xxxxx"},
+		{"using token ghp_16C7e42F2", false, true, "using token xxxxx"},
+		{"using token ghp_16C7e42F2", false, false, "using token ghp_16C7e42F2"}, // not cut: no part to mask
+		{"B4a then ghp", true, true, "B4a then ghp"},                             // parts under 4 bytes
+		{"E7710c8", true, true, "xxxxx"},
+		{"ordinary text", true, true, "ordinary text"},
+		{"", true, true, ""},
+	} {
+		if got := redact.Window(tc.s, sec, tc.cutBefore, tc.cutAfter); got != tc.want {
+			t.Errorf("Window(%q, %v, %v) = %q, want %q", tc.s, tc.cutBefore, tc.cutAfter, got, tc.want)
+		}
+	}
+}

@@ -320,3 +320,32 @@ func TestBasicAuthorizationScrubbedFromErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCutSecretsMaskedInHints: the stderr a server left (its last 400
+// bytes) and the stray stdout line it wrote (its first 200) are quoted in
+// its errors; a cut through a secret showed the secret's part that was
+// kept, which no exact match finds (a 15-byte end of the token, a
+// 29-byte start).
+func TestCutSecretsMaskedInHints(t *testing.T) {
+	t.Parallel()
+	const tok = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	env := map[string]string{"GITHUB_TOKEN": tok}
+	s := DefaultSettings()
+	s.ConnectTimeout, s.HealthInterval, s.BackoffInitial, s.BackoffMax = 10*time.Second, 0, time.Hour, time.Hour
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{
+		"stderr": {Command: "sh", Args: []string{"-c", `printf 'token %s %0385d\n' "$GITHUB_TOKEN" 0 >&2; exit 3`}, Env: env},
+		"stdout": {Command: "sh", Args: []string{"-c", `printf '%0170d %s\n' 0 "$GITHUB_TOKEN"; exit 2`}, Env: env},
+	}}, WithSettings(s))
+	want := map[string]string{"stderr": "(server stderr: token xxxxx 000", "stdout": `(server stdout, not JSON-RPC: "0000`}
+	for _, st := range p.Status() {
+		if !strings.Contains(st.Error, want[st.Name]) {
+			t.Errorf("%s: %q, want the hint %q", st.Name, st.Error, want[st.Name])
+		}
+		for i := 0; i+6 <= len(tok); i++ {
+			if strings.Contains(st.Error, tok[i:i+6]) {
+				t.Errorf("%s: %q shows %q of the token", st.Name, st.Error, tok[i:i+6])
+				break
+			}
+		}
+	}
+}

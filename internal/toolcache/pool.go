@@ -292,7 +292,7 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 		cancel:   cancel,
 		views:    map[*View]struct{}{},
 	}
-	p.dialer = &dialer{logger: slog.New(warnHandler{o.logger.Handler()}), clientInfo: o.clientInfo, connectTimeout: o.ConnectTimeout, notify: p.onNotification}
+	p.dialer = &dialer{logger: slog.New(warnHandler{o.logger.Handler()}), clientInfo: o.clientInfo, connectTimeout: o.ConnectTimeout, notify: p.onNotification, secrets: secrets}
 	for _, name := range sortedKeys(full.Servers) {
 		sc := full.Servers[name]
 		if sc.Disabled {

@@ -56,10 +56,12 @@ type session struct {
 	// exiting (markDead runs on the stderr watcher): hence atomic.
 	onDead atomic.Pointer[func(*session)]
 
-	proc   *stdioProc    // a stdio server's process
-	stderr *tailBuffer   // a child's stderr, complete once exited is closed
-	exited chan struct{} // closed when a child's stderr reaches EOF (it exited)
-	pid    int
+	// secrets are the dialer's, for stderrHint and strayHint.
+	secrets []string
+	proc    *stdioProc    // a stdio server's process
+	stderr  *tailBuffer   // a child's stderr, complete once exited is closed
+	exited  chan struct{} // closed when a child's stderr reaches EOF (it exited)
+	pid     int
 	// ending: the pool itself is ending the child (close, a failed
 	// handshake), so how it ended is no news (see exitHint).
 	ending atomic.Bool
@@ -100,6 +102,9 @@ type dialer struct {
 	clientInfo     mcp.Implementation
 	connectTimeout time.Duration
 	notify         func(server string, s *session, n mcp.JSONRPCNotification)
+	// secrets are the pool's errorSecrets, masked in the stderr and
+	// stdout a session quotes before it is cut (see stderrHint).
+	secrets []string
 }
 
 // timedOut says of err, when the handshake's ctx has run out, that it was
@@ -131,13 +136,14 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	}
 	procCtx, cancel := context.WithCancel(context.Background())
 	s := &session{
-		server: name,
-		cfg:    cfg,
-		sem:    make(chan struct{}, cfg.maxConcurrent()),
-		dead:   make(chan struct{}),
-		exited: make(chan struct{}),
-		ctx:    procCtx,
-		cancel: cancel,
+		server:  name,
+		cfg:     cfg,
+		secrets: d.secrets,
+		sem:     make(chan struct{}, cfg.maxConcurrent()),
+		dead:    make(chan struct{}),
+		exited:  make(chan struct{}),
+		ctx:     procCtx,
+		cancel:  cancel,
 	}
 	// mcp-go's transports log without saying which server (an error for
 	// each request a server sends that the pool declines, a lost stream).
@@ -774,15 +780,20 @@ func (s *session) strayHint() string {
 	if s.proc == nil || s.proc.out == nil {
 		return ""
 	}
-	return s.proc.out.strayHint()
+	return s.proc.out.strayHint(s.secrets)
 }
 
-// stderrHint is the tail of the child's stderr, for error messages.
+// stderrHint is the tail of the child's stderr, for error messages. The
+// configured secrets are masked before the tail is cut to its last 400
+// bytes, and a secret's part at the start of a buffer that dropped its
+// beginning is masked too (redact.Window): the pool's scrub of the error
+// matches whole secrets only, and a cut through one showed the rest.
 func (s *session) stderrHint() string {
 	if s.stderr == nil {
 		return ""
 	}
-	tail := strings.TrimSpace(s.stderr.String())
+	raw, cut := s.stderr.tail()
+	tail := strings.TrimSpace(redact.Window(raw, s.secrets, cut, false))
 	if tail == "" {
 		return ""
 	}
@@ -1060,6 +1071,7 @@ type tailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
+	cut bool // bytes before buf were dropped
 }
 
 func (b *tailBuffer) Write(p []byte) (int, error) {
@@ -1068,8 +1080,16 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.buf = append(b.buf, p...)
 	if len(b.buf) > b.max {
 		b.buf = append([]byte(nil), b.buf[len(b.buf)-b.max:]...)
+		b.cut = true
 	}
 	return len(p), nil
+}
+
+// tail is what the buffer holds, and whether bytes before it were dropped.
+func (b *tailBuffer) tail() (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf), b.cut
 }
 
 func (b *tailBuffer) String() string {

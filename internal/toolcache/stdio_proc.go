@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // A stdio server's process is started here rather than by mcp-go, so that
@@ -239,13 +241,17 @@ func (l *lineBound) sniff(p []byte) {
 }
 
 // strayHint quotes the last stray stdout line, for error messages.
-func (l *lineBound) strayHint() string {
+func (l *lineBound) strayHint(secrets []string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.strayCount == 0 {
 		return ""
 	}
-	line := strings.ToValidUTF8(strings.TrimSpace(string(l.stray)), "\uFFFD")
+	// The line's start only is kept: a secret the cut went through is
+	// masked by its part (redact.Window), which the pool's scrub of the
+	// error, matching whole secrets, cannot find.
+	line := redact.Window(string(l.stray), secrets, false, len(l.stray) >= maxStray)
+	line = strings.ToValidUTF8(strings.TrimSpace(line), "\uFFFD")
 	more := ""
 	if l.strayCount > 1 {
 		more = fmt.Sprintf(", the last of %d", l.strayCount)
