@@ -143,22 +143,30 @@ func reset(w http.ResponseWriter, _ *http.Request) {
 	_ = conn.Close()
 }
 
-// Per-attempt timeout and retries of the model client in these tests.
+// Retries of the model client in these tests, and its per-attempt
+// timeouts: hangTimeout for the cases whose replies hang, each attempt of
+// which waits it out, so it is short; answerTimeout, which no answered
+// request comes near, for the others. All cases had 1 s, so the requests
+// that were to be answered (each fault's own, the answer after a hang)
+// had a second for their round trip, on a loaded machine under -race
+// (llm's tests saw a round trip take more than 200 ms).
 const (
-	faultTimeout    = time.Second
+	hangTimeout     = 2 * time.Second
+	answerTimeout   = natstest.WaitTimeout
 	faultRetries    = 1 // two requests per delivery
 	faultMaxDeliver = 2
 )
 
-// runFaultJob runs one job on a worker whose model is m and returns its
-// final state, the types of its events and the dead letters' reasons.
-func runFaultJob(t *testing.T, m *faultModel) (st *jobs.State, types, deadLetters []string) {
+// runFaultJob runs one job on a worker whose model is m, with the
+// per-attempt timeout given, and returns its final state, the types of its
+// events and the dead letters' reasons.
+func runFaultJob(t *testing.T, m *faultModel, timeout time.Duration) (st *jobs.State, types, deadLetters []string) {
 	t.Helper()
 	srv := httptest.NewServer(m)
 	t.Cleanup(srv.Close)
 	c, err := llm.New(llm.Config{
 		BaseURL: srv.URL + "/v1", Model: "m",
-		MaxRetries: faultRetries, Timeout: faultTimeout, MaxRetryDelay: 2 * time.Second,
+		MaxRetries: faultRetries, Timeout: timeout, MaxRetryDelay: 2 * time.Second,
 		// Each test has its own transport: a dropped or hung connection of
 		// one test is not another's to reuse.
 		HTTPClient: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
@@ -249,7 +257,7 @@ func TestModelEndpointFaults(t *testing.T) {
 		{"502 from a proxy, not JSON", status(http.StatusBadGateway, map[string]string{"Content-Type": "text/html"}, "<html><body>502 Bad Gateway</body></html>"), jobs.StatusDead,
 			[]string{"max deliveries (2) exhausted", `provider returned 502: an HTML page (41 bytes): "<html><body>502 Bad Gateway</body></html>"`}, true, 0, false, ""},
 		{"hangs past the per-attempt timeout", hang, jobs.StatusDead,
-			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "llm: request timed out after 1s"}, true, faultTimeout, true, ""},
+			[]string{"max deliveries (2) exhausted", "giving up after 2 attempts", "llm: request timed out after " + hangTimeout.String()}, true, hangTimeout, true, ""},
 		{"malformed JSON", status(http.StatusOK, nil, `{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assist`), jobs.StatusFailed,
 			[]string{"llm: unusable reply (status 200): not a chat completion (error parsing response json: unexpected EOF)", "llm: non-retryable error"}, false, 0, false, ""},
 		// Proxies (OpenRouter, LiteLLM) relay an upstream failure as 200
@@ -278,7 +286,11 @@ func TestModelEndpointFaults(t *testing.T) {
 			}
 			t.Parallel()
 			m := &faultModel{fault: tc.fault, n: -1}
-			st, types, dls := runFaultJob(t, m)
+			timeout := answerTimeout
+			if tc.hung {
+				timeout = hangTimeout
+			}
+			st, types, dls := runFaultJob(t, m, timeout)
 			reqs := m.requests()
 			perDelivery, deliveries := 1, 1
 			if tc.retried {
@@ -330,20 +342,21 @@ func TestModelEndpointFaults(t *testing.T) {
 func TestModelEndpointRecovers(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name  string
-		fault func(http.ResponseWriter, *http.Request)
+		name    string
+		fault   func(http.ResponseWriter, *http.Request)
+		timeout time.Duration // per attempt
 	}{
-		{"429 with Retry-After", status(http.StatusTooManyRequests, map[string]string{"Retry-After": "1"}, `{"error":{"message":"slow down"}}`)},
-		{"503", status(http.StatusServiceUnavailable, nil, `{"error":{"message":"overloaded"}}`)},
-		{"200 with an error object coded 503", status(http.StatusOK, nil, `{"error":{"message":"overloaded","code":503}}`)},
-		{"hang past the per-attempt timeout", hang},
-		{"dropped connection", drop},
-		{"connection reset", reset},
+		{"429 with Retry-After", status(http.StatusTooManyRequests, map[string]string{"Retry-After": "1"}, `{"error":{"message":"slow down"}}`), answerTimeout},
+		{"503", status(http.StatusServiceUnavailable, nil, `{"error":{"message":"overloaded"}}`), answerTimeout},
+		{"200 with an error object coded 503", status(http.StatusOK, nil, `{"error":{"message":"overloaded","code":503}}`), answerTimeout},
+		{"hang past the per-attempt timeout", hang, hangTimeout},
+		{"dropped connection", drop, answerTimeout},
+		{"connection reset", reset, answerTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := &faultModel{fault: tc.fault, n: 1}
-			st, types, _ := runFaultJob(t, m)
+			st, types, _ := runFaultJob(t, m, tc.timeout)
 			if st.Status != jobs.StatusSucceeded || st.Attempt != 1 || st.Result.Answer != "recovered" || len(m.requests()) != 2 {
 				t.Errorf("state %+v after %d requests, events %v", st, len(m.requests()), types)
 			}
