@@ -261,6 +261,8 @@ func TestAnswerSecrets(t *testing.T) {
 				"NODE_ENV": "production", "DEBUG": "1", "AUTH_MODE": "oauth-device", "AUTH_ENABLED": "true", "SESSION_TIMEOUT": "86400000",
 				"AUTH_URL": "https://auth.example.com/oauth/token", "SECRET_PHRASE": "correct horse battery staple", "SHORT_KEY": "k3y12",
 				"GOOGLE_APPLICATION_CREDENTIALS": "/home/me/creds.json", "DATA": "x7Kp2mQ9vL4nR8sT1wY6zB3c",
+				// A directory named of words and digits (t.TempDir's) reads as a key by its look.
+				"WORK_DIR": "/tmp/TestCodeModeE2E1234567890/001", "TOKEN_DIR": "/tmp/TestAnswerSecrets2718281828/002",
 			}},
 		"http": {URL: "https://user:pw-s3cr3t-99@host/mcp?api_key=q-0123456789&page=2",
 			Headers: map[string]string{"Cookie": "sid=cookieValue123; theme=dark", "X-Api-Key": "hdrKey-0123456789"}},
@@ -278,7 +280,7 @@ func TestAnswerSecrets(t *testing.T) {
 		}
 	}
 	for _, not := range []string{"/run/secrets/tok", "8f14e45f-ceea-467f-a0e6-3a9b2c1d0e7f", "production", "1", "oauth-device", "true", "86400000",
-		"https://auth.example.com/oauth/token", "k3y12", "/home/me/creds.json", "pw12", "sid=cookieValue123; theme=dark", "dark",
+		"https://auth.example.com/oauth/token", "k3y12", "/home/me/creds.json", "/tmp/TestCodeModeE2E1234567890/001", "/tmp/TestAnswerSecrets2718281828/002", "pw12", "sid=cookieValue123; theme=dark", "dark",
 		"Basic " + b64("me:basicPass-42"), "Bearer bearerTok-0123456789"} {
 		if contains(shown, not) {
 			t.Errorf("answerSecrets has %q, which answers show for their own reasons or is masked in parts", not)

@@ -31,9 +31,9 @@ import (
 // value is masked in answers when it is at least minConfigSecret (8)
 // bytes long and, when only its look took it, looks like a key other
 // than by being a UUID (a project or team id in "env" is an id the
-// server's answers name); when its name took it, it is masked unless it
-// reads as ordinary text (see ordinary: a path, a URL, a number, a few
-// plain words). Shorter values (an env value "1", a 6-byte URL password)
+// server's answers name) and is no path or URL; when its name took it,
+// it is masked unless it reads as ordinary text (see ordinary: a path, a
+// URL, a number, a few plain words). Shorter values (an env value "1", a 6-byte URL password)
 // are masked in errors and logs (4 bytes and up) but not in answers.
 // Encodings a server shows in practice are added: the base64 of
 // user:password that the pool sends as Basic authorization for a URL's
@@ -109,7 +109,23 @@ func shownCredential(v string, named bool) bool {
 	case named:
 		return !ordinary(v)
 	}
-	return redact.SecretSegment(v) && !uuidLike(v)
+	return redact.SecretSegment(v) && !uuidLike(v) && !pathOrURL(v)
+}
+
+// pathOrURL says whether v is a path (/..., ./..., ../..., ~/...) or a URL
+// (...://...), with no blank: answers name paths and URLs (a directory a
+// server was given, whose name a test or a user made of words and
+// digits), and a URL's credentials are taken by redact.Secrets.
+func pathOrURL(v string) bool {
+	if strings.ContainsAny(v, " \t\n") {
+		return false
+	}
+	for _, p := range []string{"/", "./", "../", "~/"} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return strings.Contains(v, "://")
 }
 
 // ordinary says whether v, a value named like a credential, reads as
@@ -119,16 +135,14 @@ func shownCredential(v string, named bool) bool {
 // date, time or version, or plain words under 20 bytes (letters only,
 // each word lower case, upper case or capitalised, between '-', '_', '.'
 // or ' ': an AUTH_MODE of "oauth-device", a SESSION_STORE of "memory").
-// A value that looks like a key (redact.SecretSegment) is never ordinary.
+// Other than a path or a URL, a value that looks like a key
+// (redact.SecretSegment) is never ordinary.
 func ordinary(v string) bool {
+	if pathOrURL(v) {
+		return true
+	}
 	if redact.SecretSegment(v) {
 		return false
-	}
-	switch {
-	case strings.HasPrefix(v, "/"), strings.HasPrefix(v, "./"), strings.HasPrefix(v, "../"), strings.HasPrefix(v, "~/"):
-		return !strings.ContainsAny(v, " \t\n")
-	case strings.Contains(v, "://"):
-		return !strings.ContainsAny(v, " \t\n")
 	}
 	digits, numeric := 0, true
 	for i := 0; i < len(v); i++ {
