@@ -151,6 +151,11 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 	if in.Resume != nil && len(in.Resume.Messages) == 0 {
 		return nil, fmt.Errorf("%w: resume state has no messages", ErrConfig)
 	}
+	if in.Resume != nil && in.Resume.Round < 0 {
+		// It ran rounds -2, -1, 0 ... under journal keys and events of no
+		// round the loop makes.
+		return nil, fmt.Errorf("%w: resume state's round %d is negative", ErrConfig, in.Resume.Round)
+	}
 	if in.Resume == nil {
 		if err := llm.CheckHistory(in.History); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
