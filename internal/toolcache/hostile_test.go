@@ -106,7 +106,7 @@ func TestHostileStdioServers(t *testing.T) {
 					t.Errorf("attempt %d: retry in %s", i, w)
 				}
 				if !last.IsZero() {
-					if d := r.Time.Sub(last); d < 2*time.Second || d > 2*time.Second+time.Second+5*time.Second {
+					if d := r.Time.Sub(last); d < 2*time.Second || d > 2*time.Second+time.Second+15*time.Second { // the upper bound with room for a loaded machine
 						t.Errorf("attempts %s apart, connect timeout 2s", d)
 					}
 				}

@@ -723,9 +723,10 @@ func (s *session) awaitStderr(exiting bool) {
 
 // exitHintWait bounds the wait for a child's exit status once its
 // session broke: its stdout closing comes a moment before Wait returns
-// (a moment that 250 ms did not always cover on a loaded machine). Only an
-// error waits, and only for a child that broke the session but lives on.
-const exitHintWait = time.Second
+// (a moment that 250 ms did not always cover on a loaded machine; 1 s
+// left the tests a margin to bet on). Only an error waits, and only for a
+// child that broke the session but lives on.
+const exitHintWait = 3 * time.Second
 
 // exitHint says how a stdio server's process ended, for error messages
 // ("(the server process ended: signal: killed)", "exit status 3"):
