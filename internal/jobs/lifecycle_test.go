@@ -31,10 +31,11 @@ func TestCancel(t *testing.T) {
 		r.waitStarted(t, 1)
 		waitStatus(t, c, "long", StatusRunning)
 
-		// The job must stop within a second of the request.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		st, err := c.Cancel(ctx, "long")
+		// Cancel returns once the job stopped. A bound against a hang, not
+		// a speed target: one second, for several round trips and the
+		// worker's final write under the package's parallel -race load,
+		// was a bet on the machine.
+		st, err := c.Cancel(natstest.Context(t), "long")
 		if err != nil {
 			t.Fatalf("cancel: %v", err)
 		}
