@@ -198,7 +198,8 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	case TypeSSE:
 		s.http = newHTTPClient(&s.tooLarge)
 		s.http.Transport = sseStreamWatch{s.http.Transport, s, log}
-		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(log)}
+		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(log),
+			transport.WithResponseTimeout(sseResponseTimeout)}
 		if d.connectTimeout > 0 {
 			// Start waits for the endpoint event on the session's own
 			// context, not ctx: without this, mcp-go's 30 s, whatever the
@@ -720,6 +721,14 @@ func (s *session) awaitStderr(exiting bool) {
 	case <-time.After(5 * time.Second):
 	}
 }
+
+// sseResponseTimeout is given to mcp-go's legacy SSE client as the bound
+// of a wait for an answer, which mcp-go otherwise sets at 60 s: a tool call
+// that takes longer failed with "timeout waiting for SSE response after
+// 1m0s" whatever the job's timeout or the server's callTimeout. The
+// request's context bounds it, as on the other transports (every request
+// the pool sends without a caller has a deadline of its own).
+const sseResponseTimeout = 365 * 24 * time.Hour
 
 // exitHintWait bounds the wait for a child's exit status once its
 // session broke: its stdout closing comes a moment before Wait returns
