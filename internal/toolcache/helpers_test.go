@@ -240,7 +240,9 @@ func (w *serverWatch) wrap(h http.Handler) http.Handler {
 // waitFor waits until ch yields want; what names it in the failure.
 func waitFor(t *testing.T, ch <-chan string, want, what string) {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	// A bound against a hang: 10 s was once not enough for a stdio test
+	// server's handler to start under a full -race run on a loaded machine.
+	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case got := <-ch:
@@ -248,7 +250,7 @@ func waitFor(t *testing.T, ch <-chan string, want, what string) {
 				return
 			}
 		case <-timeout:
-			t.Fatalf("%s not seen within 10s", what)
+			t.Fatalf("%s not seen within 30s", what)
 		}
 	}
 }
