@@ -643,7 +643,11 @@ func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error)
 	}
 	job.ClientTools = append(job.ClientTools, decls...)
 	stopServe, err := clienttools.Serve(c.ctx, c.nc, job.ID, secret, clienttools.LocalMCPHandler(view),
-		clienttools.Options{Prefix: c.settings.Prefix})
+		clienttools.Options{Prefix: c.settings.Prefix, OnPanic: func(err error, stack []byte) {
+			// The worker is answered with the panic's value; its stack is
+			// for whoever runs submit.
+			fmt.Fprintf(c.stderr, "submit: --local-mcp: %v\n%s", err, stack)
+		}})
 	if err != nil {
 		_ = view.Close()
 		_ = pool.Close()

@@ -259,7 +259,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		}
 	}
 	lc := s.loopConfig()
-	lc.LLM = model
+	lc.LLM, lc.Logger = model, log // a tool call's panic stack goes to the worker's log
 	loop, err := agentloop.New(lc)
 	if err != nil {
 		return err
