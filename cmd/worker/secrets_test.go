@@ -33,7 +33,10 @@ func TestJobsCannotReadTheWorkersSecrets(t *testing.T) {
 	}
 	dir := t.TempDir()
 	mcpCfg := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(mcpCfg, []byte(`{"mcpServers": {"everything": {"command": "`+everything+`"}}}`), 0o600); err != nil {
+	// The server's own secret, given by its config: the server can read
+	// it, but what it answers must not show it (toolcache masks it).
+	const serverSecret = "tok-e2e-server-secret-8c41f0"
+	if err := os.WriteFile(mcpCfg, []byte(`{"mcpServers": {"everything": {"command": "`+everything+`", "env": {"EVERYTHING_API_TOKEN": "`+serverSecret+`"}}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	model := llmtest.NewServer(t)
@@ -93,6 +96,9 @@ func TestJobsCannotReadTheWorkersSecrets(t *testing.T) {
 	if st.Status != jobs.StatusSucceeded || !strings.Contains(st.Result.Answer, "PATH") {
 		t.Fatalf("state %+v %+v", st, st.Result)
 	}
+	if !strings.Contains(st.Result.Answer, "EVERYTHING_API_TOKEN") {
+		t.Errorf("the server was not given its own secret: %s", st.Result.Answer)
+	}
 	var seen []string
 	seen = append(seen, "answer:"+st.Result.Answer, "log:"+logs.String())
 	for _, raw := range []bool{false, true} {
@@ -130,6 +136,9 @@ func TestJobsCannotReadTheWorkersSecrets(t *testing.T) {
 			if strings.Contains(text, v) {
 				t.Errorf("%s holds %s", where, k)
 			}
+		}
+		if strings.Contains(text, serverSecret) {
+			t.Errorf("%s holds the server's EVERYTHING_API_TOKEN: %s", where, excerpt(text, serverSecret))
 		}
 		if where != "log" && strings.Contains(text, "JETAGENT_") {
 			t.Errorf("%s names a JETAGENT_ setting: %s", where, excerpt(text, "JETAGENT_"))
