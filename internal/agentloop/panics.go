@@ -149,11 +149,11 @@ func (j *job) recordFailed(c *call, out string) {
 		}
 		return
 	}
-	switch {
-	case c.entry.kind == kindCallTool:
+	switch c.entry.kind {
+	case kindCallTool:
 		c.record = &reflect.Record{ID: c.tc.ID, CallID: c.tc.ID, Kind: reflect.KindCallTool,
 			Name: c.target.tool.Name, Input: c.targetArgs, Output: &out, IsError: true}
-	case c.entry.kind == kindClient:
+	case kindClient:
 		c.record = &reflect.Record{ID: c.tc.ID, CallID: c.tc.ID, Kind: reflect.KindClientTool,
 			Name: c.entry.tool.Name, Input: c.args, Output: &out, IsError: true}
 	}
