@@ -7,13 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/childtest"
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
@@ -22,36 +21,8 @@ import (
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
-// childEnv names the test a child process runs in-process (see inChild).
+// childEnv names the test a child process runs in-process (see childtest).
 const childEnv = "AGENTLOOP_PANIC_CHILD"
-
-// inChild runs the calling test's body in a child process of the test
-// binary and fails the test with the child's output when it fails: a
-// panic in a goroutine the loop starts ends the whole process, and would
-// end every test of the package with it. In the child (the environment
-// names the test), it returns true and the body runs in-process.
-func inChild(t *testing.T) bool {
-	t.Helper()
-	if os.Getenv(childEnv) == t.Name() {
-		return true
-	}
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		text := string(out)
-		if i := strings.Index(text, "\npanic: "); i >= 0 {
-			text = text[i+1:] // the process died: its panic first
-		} else if i := strings.Index(text, "--- FAIL"); i >= 0 {
-			text = text[i:]
-		}
-		if len(text) > 4000 {
-			text = text[:4000] + "..."
-		}
-		t.Fatalf("the test process failed (%v):\n%s", err, text)
-	}
-	return false
-}
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes.
 type lockedBuffer struct {
@@ -131,7 +102,7 @@ const nilMapPanic = "assignment to entry in nil map"
 // published and recorded as a failed call.
 func TestCallPanicFailsOnlyThatCall(t *testing.T) {
 	t.Parallel()
-	if !inChild(t) {
+	if !childtest.InChild(t, childEnv) {
 		return
 	}
 	clientPanics := func(context.Context, string, json.RawMessage) (string, error) {
@@ -238,7 +209,7 @@ func TestCallPanicFailsOnlyThatCall(t *testing.T) {
 // does not run it again (nor the call beside it).
 func TestCallPanicJournaledAsFailed(t *testing.T) {
 	t.Parallel()
-	if !inChild(t) {
+	if !childtest.InChild(t, childEnv) {
 		return
 	}
 	p := &panicky{}
@@ -297,7 +268,7 @@ func (s *panickyStore) Put(ctx context.Context, key string, v []byte) error {
 // interrupted or not begun.)
 func TestJournalPanicEndsTheAttempt(t *testing.T) {
 	t.Parallel()
-	if !inChild(t) {
+	if !childtest.InChild(t, childEnv) {
 		return
 	}
 	p := &panicky{}
@@ -316,7 +287,7 @@ func TestJournalPanicEndsTheAttempt(t *testing.T) {
 // is published leaves the call's result as it ran.
 func TestSinkPanicKeepsTheResult(t *testing.T) {
 	t.Parallel()
-	if !inChild(t) {
+	if !childtest.InChild(t, childEnv) {
 		return
 	}
 	p := &panicky{}

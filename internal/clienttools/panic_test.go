@@ -3,42 +3,17 @@ package clienttools
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jetagent/jetagent/internal/childtest"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
-// childEnv names the test a child process runs in-process (see inChild).
+// childEnv names the test a child process runs in-process (see childtest).
 const childEnv = "CLIENTTOOLS_PANIC_CHILD"
-
-// inChild runs the calling test's body in a child process of the test
-// binary and fails the test with the child's output when it fails: a
-// panic in a goroutine Serve starts ends the whole process. In the child
-// (the environment names the test), it returns true and the body runs.
-func inChild(t *testing.T) bool {
-	t.Helper()
-	if os.Getenv(childEnv) == t.Name() {
-		return true
-	}
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		text := string(out)
-		if i := strings.Index(text, "\npanic: "); i >= 0 {
-			text = text[i+1:]
-		} else if i := strings.Index(text, "--- FAIL"); i >= 0 {
-			text = text[i:]
-		}
-		t.Fatalf("the test process failed (%v):\n%.4000s", err, text)
-	}
-	return false
-}
 
 // TestHandlerPanicIsAToolError: a Serve handler that panics answers its
 // call as a tool error quoting the panic's value (the worker does not
@@ -46,7 +21,7 @@ func inChild(t *testing.T) bool {
 // process and its other calls go on.
 func TestHandlerPanicIsAToolError(t *testing.T) {
 	t.Parallel()
-	if !inChild(t) {
+	if !childtest.InChild(t, childEnv) {
 		return
 	}
 	s := natstest.Start(t)
