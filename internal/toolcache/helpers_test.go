@@ -125,8 +125,19 @@ func (h healthEvents) waitUntil(t *testing.T, what string, ok func(healthEvent) 
 // nil) watches the server.
 func sseTestServer(t *testing.T, w *serverWatch) string {
 	t.Helper()
-	sse := server.NewSSEServer(watchedTestMCPServer("sse", w))
-	ts := httptest.NewServer(w.wrap(sse))
+	return serveSSE(t, watchedTestMCPServer("sse", w), w.wrap)
+}
+
+// serveSSE serves s over the legacy SSE transport until the test ends,
+// through wrap (may be nil), and returns its /sse URL.
+func serveSSE(t *testing.T, s *server.MCPServer, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	sse := server.NewSSEServer(s)
+	var h http.Handler = sse
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ts := httptest.NewServer(h)
 	server.WithBaseURL(ts.URL)(sse)
 	t.Cleanup(func() {
 		ts.CloseClientConnections()

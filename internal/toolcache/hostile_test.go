@@ -534,14 +534,7 @@ func TestUndecodableToolDefinitions(t *testing.T) {
 			return ServerConfig{URL: ts.URL + "/mcp"}
 		}, []string{"bad_string", "bad_bool", "bad_type", "bad_required"}},
 		{"sse", func(t *testing.T) ServerConfig {
-			sse := server.NewSSEServer(mcpgo())
-			ts := httptest.NewServer(sse)
-			server.WithBaseURL(ts.URL)(sse)
-			t.Cleanup(func() {
-				ts.CloseClientConnections()
-				ts.Close()
-			})
-			return ServerConfig{URL: ts.URL + "/sse", Type: TypeSSE}
+			return ServerConfig{URL: serveSSE(t, mcpgo(), nil), Type: TypeSSE}
 		}, []string{"bad_string", "bad_bool", "bad_type", "bad_required"}},
 	}
 	for _, tc := range cases {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -81,12 +80,5 @@ func hugeSSEServer(t *testing.T) ServerConfig {
 			}
 			return mcp.NewToolResultText(text), nil
 		})
-	sse := server.NewSSEServer(s)
-	ts := httptest.NewServer(sse)
-	server.WithBaseURL(ts.URL)(sse)
-	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-	})
-	return ServerConfig{URL: ts.URL + "/sse", Type: TypeSSE}
+	return ServerConfig{URL: serveSSE(t, s, nil), Type: TypeSSE}
 }

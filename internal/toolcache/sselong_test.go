@@ -3,7 +3,6 @@ package toolcache
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -29,14 +28,7 @@ func TestLegacySSECallOutlastsAMinute(t *testing.T) {
 			}
 			return mcp.NewToolResultText("done"), nil
 		})
-	sse := server.NewSSEServer(s)
-	ts := httptest.NewServer(sse)
-	server.WithBaseURL(ts.URL)(sse)
-	t.Cleanup(func() {
-		ts.CloseClientConnections()
-		ts.Close()
-	})
-	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": {URL: ts.URL + "/sse", Type: TypeSSE}}})
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": {URL: serveSSE(t, s, nil), Type: TypeSSE}}})
 	v := newTestView(t, p, nil, nil, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
