@@ -48,6 +48,9 @@ type entry struct {
 
 	outOnce   sync.Once
 	outSchema *jsonschema.Schema // nil: no outputSchema, or one that could not be compiled
+
+	// compile is compileSchema but for a test's entry (nil: compileSchema).
+	compile func(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 }
 
 // registry is a job's view of every callable tool: MCP tools, client tools,
@@ -289,7 +292,7 @@ func (e *entry) validator() (*jsonschema.Schema, error) {
 			if len(bytes.TrimSpace(s)) == 0 || bytes.Equal(bytes.TrimSpace(s), []byte("null")) {
 				continue
 			}
-			sch, err := compileSchema(e.tool.Name, s)
+			sch, err := e.compileSafe(e.tool.Name, s)
 			if err == nil {
 				e.schema = sch
 				return
@@ -314,7 +317,7 @@ func (e *entry) checkOutput(r toolcache.Result) toolcache.Result {
 	if len(out) == 0 || string(out) == "null" {
 		return r
 	}
-	e.outOnce.Do(func() { e.outSchema, _ = compileSchema(e.tool.Name+".output", out) })
+	e.outOnce.Do(func() { e.outSchema, _ = e.compileSafe(e.tool.Name+".output", out) })
 	if e.outSchema == nil {
 		return r
 	}
@@ -343,6 +346,27 @@ func (e *entry) checkOutput(r toolcache.Result) toolcache.Result {
 	}
 	b.WriteString("What the tool sent: " + text)
 	return toolcache.Result{Text: b.String(), IsError: true}
+}
+
+// compileSafe is compileSchema with a panic of the schema library turned
+// into a compile error. The compile runs under a sync.Once: a panic there
+// would fail the job whose call compiled it (prepare runs in the job's
+// goroutine) and leave the Once done with neither schema nor error, so
+// the same tool's calls in every later job would run unchecked without
+// the error ever being recorded. As an error, the schema is what any
+// schema that does not compile is, in every job alike: recorded, not
+// enforced, the server judges the call.
+func (e *entry) compileSafe(name string, raw json.RawMessage) (sch *jsonschema.Schema, err error) {
+	compile := compileSchema
+	if e.compile != nil {
+		compile = e.compile
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			sch, err = nil, fmt.Errorf("schema of %q: the schema library failed compiling it: %s", name, quoteHead(fmt.Sprint(p)))
+		}
+	}()
+	return compile(name, raw)
 }
 
 func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {

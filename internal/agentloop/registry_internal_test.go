@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -70,5 +72,46 @@ func TestValidationWordsAreStable(t *testing.T) {
 		if len(got) != 1 || got[0] != want {
 			t.Fatalf("got %q, want [%q]", got, want)
 		}
+	}
+}
+
+// TestSchemaLibraryPanicIsACompileError: the validator compiles under a
+// sync.Once. A panic of the schema library there failed the job whose
+// call compiled it and left the Once done with neither schema nor error:
+// every later job's calls of the tool ran unchecked, no error recorded.
+// The panic is a compile error instead, the same for every call: the
+// schema is recorded as not compiling and not enforced, as any schema
+// that does not compile (TestSchemaRefsNeverReadTheWorkersFiles). The
+// outputSchema's compile is guarded the same way.
+func TestSchemaLibraryPanicIsACompileError(t *testing.T) {
+	t.Parallel()
+	var compiles int
+	e := &entry{
+		tool: toolcache.Tool{Name: "t",
+			InputSchema:  json.RawMessage(`{"type": "object", "properties": {"p": {"type": "string"}}}`),
+			OutputSchema: json.RawMessage(`{"type": "object"}`)},
+		compile: func(string, json.RawMessage) (*jsonschema.Schema, error) {
+			compiles++
+			panic("index out of range in the schema library")
+		},
+	}
+	for i := range 3 {
+		_, err := e.validator()
+		if err == nil || !strings.Contains(err.Error(), "the schema library failed compiling it") ||
+			!strings.Contains(err.Error(), "index out of range in the schema library") {
+			t.Fatalf("call %d: compile error %v, want the library's panic as the error", i, err)
+		}
+		if got := e.validate(json.RawMessage(`{"p": 1}`)); got != nil {
+			t.Errorf("call %d: a schema that did not compile refused a call: %v", i, got)
+		}
+	}
+	r := toolcache.Result{Text: "x", Structured: json.RawMessage(`[1]`)}
+	for range 2 {
+		if got := e.checkOutput(r); got.IsError || got.Text != "x" {
+			t.Errorf("an outputSchema that did not compile changed the result: %+v", got)
+		}
+	}
+	if compiles != 2 { // once the input schema (Parameters is empty), once the output schema
+		t.Errorf("compiled %d times, want 2 (once each)", compiles)
 	}
 }
