@@ -40,7 +40,8 @@ type Input struct {
 	// Checkpoints receives the state after each completed round (optional).
 	Checkpoints CheckpointStore
 	// Resume, when set, continues from a checkpoint instead of starting
-	// from System/History/Task.
+	// from System/History/Task. Its messages must be a chat history
+	// (llm.CheckHistory), as History must: Run refuses one that is not.
 	Resume *Checkpoint
 	// Journal, when set, journals the job's effects (tool and client-tool
 	// calls) and each round's model answer, so that an attempt after a

@@ -160,6 +160,11 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		if err := llm.CheckHistory(in.History); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
+	} else if err := llm.CheckHistory(in.Resume.Messages); err != nil {
+		// The loop's checkpoints pass (every round enters history whole);
+		// one from elsewhere, or damaged, would go to the model as it is
+		// and be refused there (a 400) after the job was taken.
+		return nil, fmt.Errorf("%w: resume state's messages are no chat history a model takes: %w", ErrConfig, err)
 	}
 	if in.MaxRounds < 0 {
 		return nil, fmt.Errorf("%w: max_rounds %d is negative", ErrConfig, in.MaxRounds)
