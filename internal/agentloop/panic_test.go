@@ -333,3 +333,89 @@ func TestSinkPanicInsideCodeKeepsTheRecord(t *testing.T) {
 		t.Errorf("ok ran %d times", n)
 	}
 }
+
+// panicSecret is a credential the ToolSet of TestPanicValueMasked was
+// configured with, and masks.
+const panicSecret = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+
+// secretPanicky is panicky whose boom panics with a value quoting its
+// secret (a request's URL), and which masks the secret (secretMasker,
+// as toolcache.View masks its pool's secrets in its calls' errors).
+type secretPanicky struct{ *panicky }
+
+func (p secretPanicky) CallTool(ctx context.Context, name string, args json.RawMessage) (toolcache.Result, error) {
+	if name == "boom" {
+		panic(fmt.Errorf("GET https://api.example.com/v1/items?api_key=%s: the transport broke", panicSecret))
+	}
+	return p.panicky.CallTool(ctx, name, args)
+}
+
+func (secretPanicky) MaskSecrets(s string) string { return strings.ReplaceAll(s, panicSecret, "xxxxx") }
+
+// secretPanickySearch is secretPanicky whose search panics quoting it.
+type secretPanickySearch struct{ secretPanicky }
+
+func (secretPanickySearch) SearchToolsContext(context.Context, string, toolcache.SearchOptions) toolcache.SearchResult {
+	panic("the index at https://u:" + panicSecret + "@search.example.com is broken")
+}
+
+// TestPanicValueMasked: the value of a recovered panic goes to the model
+// (the call's result), the events, the records and the log. It bypassed
+// the ToolSet's masking of its calls' errors, and quoted the secret the
+// ToolSet was configured with: the loop masks it with the ToolSet's
+// masker, in a tool's run, a meta tool's dispatch and a call inside
+// execute_code.
+func TestPanicValueMasked(t *testing.T) {
+	t.Parallel()
+	if !childtest.InChild(t, childEnv) {
+		return
+	}
+	for _, tc := range []struct {
+		name   string
+		mode   agentloop.Mode
+		search bool
+		call   llm.ToolCall
+	}{
+		{name: "mcp tool", mode: agentloop.ModeFull, call: call("boom", `{}`)},
+		{name: "search_tools", mode: agentloop.ModeSearch, search: true, call: call("search_tools", `{"query":"boom"}`)},
+		{name: "inside execute_code", mode: agentloop.ModeCode,
+			call: codeCall(`try { await tools.boom({}) } catch (e) { console.log("caught:", e.message) }`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var ts agentloop.ToolSet = secretPanicky{&panicky{}}
+			if tc.search {
+				ts = secretPanickySearch{secretPanicky{&panicky{}}}
+			}
+			var ev events
+			var log lockedBuffer
+			cfg := agentloop.Config{Logger: slog.New(slog.NewTextHandler(&log, nil))}
+			s := llmtest.NewServer(t, toolReply(tc.call), textReply("done"))
+			res, err := newLoop(t, s, cfg).Run(t.Context(), agentloop.Input{JobID: "j", Task: "go", Tools: ts, Mode: tc.mode, Sink: &ev})
+			if err != nil {
+				t.Fatalf("the job failed: %v", err)
+			}
+			msgs := toolMessages(s.Requests()[1].Messages)
+			if len(msgs) != 1 || !strings.Contains(msgs[0].Content, "failed inside the worker") || !strings.Contains(msgs[0].Content, "xxxxx") {
+				t.Fatalf("tool messages %+v: want the panic's value, masked", msgs)
+			}
+			for _, r := range s.Requests() {
+				if bytes.Contains(r.Raw, []byte(panicSecret)) {
+					t.Errorf("request %d to the model holds the secret: %s", r.N, r.Raw)
+				}
+			}
+			ev.mu.Lock()
+			shown, err := json.Marshal(map[string]any{"events": ev.all, "records": res.Records, "messages": res.Messages})
+			ev.mu.Unlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(shown, []byte(panicSecret)) {
+				t.Errorf("the events, records or messages hold the secret: %s", shown)
+			}
+			if l := log.String(); !strings.Contains(l, "recovered a panic") || strings.Contains(l, panicSecret) {
+				t.Errorf("the log has no panic, or holds the secret: %s", l)
+			}
+		})
+	}
+}

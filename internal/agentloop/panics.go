@@ -32,7 +32,20 @@ import (
 //     result: a panicking Sink), keeping a result the call already has.
 //
 // The model gets the panic value (cut short), never the stack; the log
-// (Config.Logger) gets a short stack.
+// (Config.Logger) gets a short stack. A panic value can quote what the
+// panicking code held (a request's URL with its ?api_key=, a header):
+// when the job's ToolSet masks secrets (secretMasker), the value the
+// model, the events, the journal and the log get is masked first, as the
+// ToolSet masks its calls' own errors.
+
+// secretMasker is a ToolSet that masks, in any text, the credentials it
+// was configured with (for toolcache.View: its pool's servers' secrets,
+// which it masks in its calls' errors). The loop masks with it what it
+// shows of a recovered panic: the panic bypassed the ToolSet's own
+// masking of its errors.
+type secretMasker interface {
+	MaskSecrets(s string) string
+}
 
 // panicValueMax bounds the panic value a call's error quotes.
 const panicValueMax = 500
@@ -44,10 +57,14 @@ const panicStackFrames = 12
 type panicError struct {
 	tool  string
 	value any
+	mask  func(string) string // nil: none
 }
 
 func (e *panicError) Error() string {
 	v := fmt.Sprint(e.value)
+	if e.mask != nil {
+		v = e.mask(v) // before the cut, which could leave a secret's head
+	}
 	if len(v) > panicValueMax {
 		cut := panicValueMax
 		for cut > 0 && !utf8.RuneStart(v[cut]) {
@@ -56,6 +73,20 @@ func (e *panicError) Error() string {
 		v = v[:cut] + fmt.Sprintf("... (%d bytes)", len(v))
 	}
 	return fmt.Sprintf("the call of %s failed inside the worker: %s", e.tool, v)
+}
+
+// panicErr is the error of a call of tool whose run panicked with p.
+func (j *job) panicErr(tool string, p any) *panicError {
+	return &panicError{tool: tool, value: p, mask: j.maskSecrets}
+}
+
+// maskSecrets is s with the job's ToolSet's secrets masked (secretMasker);
+// s when it masks none.
+func (j *job) maskSecrets(s string) string {
+	if m, ok := j.in.Tools.(secretMasker); ok {
+		return m.MaskSecrets(s)
+	}
+	return s
 }
 
 // logger is the loop's logger (Config.Logger, else slog's default).
@@ -71,7 +102,7 @@ func (l *Loop) logger() *slog.Logger {
 // panicking goroutine's.
 func (j *job) logPanic(what, tool string, p any, attrs ...any) {
 	attrs = append([]any{"job_id", j.in.JobID, "tool", tool, "in", what}, attrs...)
-	attrs = append(attrs, "panic", fmt.Sprint(p), "stack", shortStack())
+	attrs = append(attrs, "panic", j.maskSecrets(fmt.Sprint(p)), "stack", shortStack())
 	j.l.logger().Error("recovered a panic of a tool call inside the worker", attrs...)
 }
 
@@ -110,7 +141,7 @@ func (j *job) recoverJournal(c *call, err *error) {
 		return
 	}
 	j.logPanic("journal", toolName(c.target, c.tc.Function.Name), p, "call_id", c.tc.ID, "key", c.key)
-	c.fatal = fmt.Errorf("%w: %s: the journal failed inside the worker: %v", journal.ErrUnavailable, c.key, p)
+	c.fatal = fmt.Errorf("%w: %s: the journal failed inside the worker: %s", journal.ErrUnavailable, c.key, j.maskSecrets(fmt.Sprint(p)))
 	*err = c.fatal
 }
 
@@ -122,7 +153,7 @@ func (j *job) recoverRun(ctx context.Context, tool string, err *error) {
 		return
 	}
 	j.logPanic("tool run", tool, p, "idempotency_key", journal.KeyFromContext(ctx))
-	*err = &panicError{tool: tool, value: p}
+	*err = j.panicErr(tool, p)
 }
 
 // dispatchSafe is dispatch of c (direct) with a panic turned into c's
@@ -134,7 +165,7 @@ func (j *job) dispatchSafe(ctx context.Context, c *call) (out string, isErr bool
 			return
 		}
 		j.logPanic("dispatch", c.tc.Function.Name, p, "call_id", c.tc.ID)
-		out, isErr = "Error: "+(&panicError{tool: toolName(c.target, c.tc.Function.Name), value: p}).Error(), true
+		out, isErr = "Error: "+j.panicErr(toolName(c.target, c.tc.Function.Name), p).Error(), true
 		j.recordFailed(c, out)
 	}()
 	return j.dispatch(ctx, c.tc.ID, c.entry, c.args, false, c)
@@ -171,7 +202,7 @@ func (j *job) recoverCall(c *call) {
 	if c.forModel != "" {
 		return // the call's result is made; only its publishing failed
 	}
-	c.output, c.isError = "Error: "+(&panicError{tool: toolName(c.target, c.tc.Function.Name), value: p}).Error(), true
+	c.output, c.isError = "Error: "+j.panicErr(toolName(c.target, c.tc.Function.Name), p).Error(), true
 	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)
 	j.recordFailed(c, c.forModel)
 }
