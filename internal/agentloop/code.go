@@ -126,11 +126,19 @@ func (j *job) codeCompleted(c *call) bool {
 // codeDone records that the execute_code call c completed, before run1
 // publishes its result (as a tool call's completion is stored before its
 // result is published). A marker that cannot be stored only means a
-// replay publishes the call's events again.
+// replay publishes the call's events again: a store that panics storing
+// it is one that failed (logged). Before, the panic reached dispatchSafe
+// and the completed script's result became "failed inside the worker",
+// which the model could take for a reason to run it again.
 func (j *job) codeDone(ctx context.Context, c *call) {
 	if j.in.Journal == nil || c.key == "" {
 		return
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			j.logPanic("journal", ToolExecuteCode, p, "call_id", c.tc.ID, "key", codeDoneKey(c.key))
+		}
+	}()
 	_ = j.in.Journal.RecordValue(context.WithoutCancel(ctx), codeDoneKey(c.key), json.RawMessage("true"), nil)
 }
 

@@ -419,3 +419,41 @@ func TestPanicValueMasked(t *testing.T) {
 		})
 	}
 }
+
+// TestCodeDoneMarkerPanicKeepsTheResult: the marker that an execute_code
+// call completed (codeDone, after the script ran) is only there so that a
+// replay does not publish the call's events again; a store that fails to
+// write it is ignored. A store that panics writing it made the completed
+// script's result "failed inside the worker", and the model, told so,
+// could run it again, its inner calls with it (new calls, new keys: not
+// replayed). The panic is taken as the failed write it is: the call
+// keeps the script's result, the job goes on and the process lives.
+func TestCodeDoneMarkerPanicKeepsTheResult(t *testing.T) {
+	t.Parallel()
+	if !childtest.InChild(t, childEnv) {
+		return
+	}
+	p := &panicky{}
+	store := &panickyStore{prefix: "c1.0.end"} // round 1, call 0
+	var log lockedBuffer
+	cfg := agentloop.Config{Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	s := llmtest.NewServer(t, toolReply(codeCall(`const r = await tools.ok({}); console.log("got:", r)`)), textReply("done"))
+	in := agentloop.Input{JobID: "j", Task: "go", Tools: p, Mode: agentloop.ModeCode, Journal: newJournal(t, store, nil)}
+	res, err := newLoop(t, s, cfg).Run(t.Context(), in)
+	if err != nil {
+		t.Fatalf("the job failed: %v", err)
+	}
+	if res.Answer != "done" {
+		t.Fatalf("answer %q", res.Answer)
+	}
+	msgs := toolMessages(s.Requests()[1].Messages)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Content, "got: ok done") || strings.Contains(msgs[0].Content, "Error") {
+		t.Fatalf("tool messages %+v: want the script's output", msgs)
+	}
+	if n := p.count("ok"); n != 1 {
+		t.Errorf("ok ran %d times, want 1", n)
+	}
+	if l := log.String(); !strings.Contains(l, "store broke") {
+		t.Errorf("the log does not say the marker's write panicked: %s", l)
+	}
+}
