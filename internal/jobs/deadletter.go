@@ -33,6 +33,7 @@ func (w *Worker) deadLetterLoop(ctx context.Context) {
 		if err != nil {
 			if !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
 				w.log.Warn("advisory fetch failed", "err", err)
+				w.restoreTopology(ctx, w.topo.AdvisoryConsumer)
 				select {
 				case <-ctx.Done():
 				case <-time.After(w.cfg.FetchWait):

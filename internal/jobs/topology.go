@@ -407,6 +407,11 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, n Names, want jet
 	for range 2 { // a second pass covers losing a create race to another worker
 		s, err := look(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, want.Name) })
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			if want.Name == n.JobsStream() {
+				if want.FirstSeq, err = jobsFirstSeq(ctx, js, n); err != nil {
+					return nil, err
+				}
+			}
 			s, err = ask(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateStream(ctx, want) })
 			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 				look = askExisting[jetstream.Stream] // it exists: the server just said so

@@ -128,6 +128,8 @@ type Worker struct {
 	mu      sync.Mutex
 	running map[string]*runningAttempt
 
+	restoreMu sync.Mutex // one restoreTopology at a time
+
 	hbFault heartbeatFault // tests only
 	backlog backlogLimits  // tests only: an attempt's event backlog (zero: the defaults)
 	// stateKV, tests only, wraps the state bucket (to lose a write).
@@ -447,6 +449,7 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 		}
 		if err != nil && !errors.Is(err, nats.ErrTimeout) {
 			w.log.Warn("fetch failed", "queue", queue, "err", err)
+			w.restoreTopology(ctx, c)
 			select { // do not spin while NATS is away
 			case <-ctx.Done():
 				return
