@@ -77,8 +77,10 @@ func asciiJSON(f string) string {
 // (a secret of digits that is also a number) are left, so the document
 // stays valid JSON; a string whose masking would cut an escape sequence
 // is decoded, masked and encoded again. raw that is no valid JSON is
-// masked as Text. Two keys of an object can become the same key. It takes
-// time linear in len(raw) for each secret, as Text.
+// masked as Text. A masked key that is then the same as another key of
+// its object is told apart by a suffix ("xxxxx#2", see distinctKeys), so
+// no value is lost to a decoder that keeps one value a key. It takes time
+// linear in len(raw) for each secret, as Text.
 func JSON(raw []byte, secrets []string) []byte {
 	s := string(raw)
 	covered := cover(s, secrets)
@@ -90,7 +92,8 @@ func JSON(raw []byte, secrets []string) []byte {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	last := 0 // s[:last] is written
+	last := 0          // s[:last] is written
+	maskedKey := false // some key was masked
 	for i := 0; i < len(s); i++ {
 		if s[i] != '"' { // in a valid document, a '"' outside strings starts one
 			continue
@@ -113,8 +116,112 @@ func JSON(raw []byte, secrets []string) []byte {
 			b.WriteString(s[last : i+1])
 			b.WriteString(m)
 			last = j
+			maskedKey = maskedKey || isKey(s, j+1)
 		}
 		i = j
+	}
+	b.WriteString(s[last:])
+	if maskedKey {
+		return distinctKeys(b.String())
+	}
+	return []byte(b.String())
+}
+
+// isKey says whether the string of a valid JSON document s that ends
+// before s[end] is an object's key: a ':' follows it.
+func isKey(s string, end int) bool {
+	for ; end < len(s); end++ {
+		switch s[end] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case ':':
+			return true
+		}
+		return false
+	}
+	return false
+}
+
+// distinctKeys is s, a valid JSON document whose masked keys may now be
+// the same as another key of their object ({"ghp_a…":1,"ghp_b…":2} is
+// {"xxxxx":1,"xxxxx":2}), with each key holding Mask that is the same as
+// an earlier key of its object renamed by a suffix, "xxxxx#2", "xxxxx#3",
+// one no other key of the object has. Keys the same in the document as
+// the server wrote it, and holding no Mask, are left as they are.
+func distinctKeys(s string) []byte {
+	type key struct {
+		start, end int // the literal, quotes included
+		name       string
+	}
+	type object struct {
+		keys []key
+	}
+	var (
+		stack   []*object       // nil for an array
+		renamed = map[int]key{} // by start: the key's literal, now name's
+	)
+	closeObject := func(o *object) {
+		names := make(map[string]bool, len(o.keys))
+		for _, k := range o.keys {
+			names[k.name] = true
+		}
+		seen := make(map[string]bool, len(o.keys))
+		for _, k := range o.keys {
+			if seen[k.name] && strings.Contains(k.name, Mask) {
+				n := 2
+				for names[fmt.Sprintf("%s#%d", k.name, n)] {
+					n++
+				}
+				name := fmt.Sprintf("%s#%d", k.name, n)
+				names[name] = true
+				renamed[k.start] = key{k.start, k.end, `"` + jsonString(name, false) + `"`}
+				continue
+			}
+			seen[k.name] = true
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			stack = append(stack, &object{})
+		case '[':
+			stack = append(stack, nil)
+		case '}', ']':
+			if o := stack[len(stack)-1]; o != nil {
+				closeObject(o)
+			}
+			stack = stack[:len(stack)-1]
+		case '"':
+			j := i + 1
+			for ; s[j] != '"'; j++ {
+				if s[j] == '\\' {
+					j++
+				}
+			}
+			if len(stack) > 0 && stack[len(stack)-1] != nil && isKey(s, j+1) {
+				o := stack[len(stack)-1]
+				var name string
+				_ = json.Unmarshal([]byte(s[i:j+1]), &name) // valid: the document is
+				o.keys = append(o.keys, key{i, j + 1, name})
+			}
+			i = j
+		}
+	}
+	if len(renamed) == 0 {
+		return []byte(s)
+	}
+	starts := make([]int, 0, len(renamed))
+	for at := range renamed {
+		starts = append(starts, at)
+	}
+	slices.Sort(starts)
+	var b strings.Builder
+	b.Grow(len(s) + 3*len(renamed))
+	last := 0
+	for _, at := range starts {
+		b.WriteString(s[last:at])
+		b.WriteString(renamed[at].name)
+		last = renamed[at].end
 	}
 	b.WriteString(s[last:])
 	return []byte(b.String())

@@ -76,6 +76,32 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// TestJSONKeysStayDistinct: two keys of an object masked to the same
+// "xxxxx" lost one value to any decoder (it keeps one value a key); a
+// masked key that is the same as another key of its object now has a
+// suffix no key of the object has, and every value is kept.
+func TestJSONKeysStayDistinct(t *testing.T) {
+	t.Parallel()
+	secrets := append(redact.Forms("ghp_abc123def456"), redact.Forms("ghp_zzz999yyy888")...)
+	for _, tc := range []struct{ raw, want string }{
+		{`{"ghp_abc123def456":1,"ghp_zzz999yyy888":2}`, `{"xxxxx":1,"xxxxx#2":2}`},
+		{`{"xxxxx":1, "ghp_abc123def456" : 2}`, `{"xxxxx":1, "xxxxx#2" : 2}`},
+		{`{"ghp_abc123def456":1,"ghp_zzz999yyy888":2,"xxxxx#2":3}`, `{"xxxxx":1,"xxxxx#3":2,"xxxxx#2":3}`},
+		{`{"t ghp_abc123def456":1,"t ghp_zzz999yyy888":[{"ghp_abc123def456":"ghp_zzz999yyy888"}]}`, `{"t xxxxx":1,"t xxxxx#2":[{"xxxxx":"xxxxx"}]}`},
+		{`[{"ghp_abc123def456":1},{"ghp_zzz999yyy888":2}]`, `[{"xxxxx":1},{"xxxxx":2}]`},
+		{`{"a":"ghp_abc123def456","b":"ghp_zzz999yyy888"}`, `{"a":"xxxxx","b":"xxxxx"}`},
+		{`"ghp_abc123def456"`, `"xxxxx"`},
+	} {
+		got := redact.JSON([]byte(tc.raw), secrets)
+		if string(got) != tc.want {
+			t.Errorf("JSON(%s) = %s, want %s", tc.raw, got, tc.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("JSON(%s) = %s: no longer valid", tc.raw, got)
+		}
+	}
+}
+
 // TestJSONStaysValid: whatever a secret holds, and wherever it occurs,
 // a masked valid document is valid.
 func TestJSONStaysValid(t *testing.T) {

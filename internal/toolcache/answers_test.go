@@ -41,7 +41,7 @@ func addEnvironTools(s *server.MCPServer) {
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			m := asMap()
 			b, _ := json.Marshal(m)
-			return mcp.NewToolResultStructured(map[string]any{"env": m, tok: "a key named by the token"}, string(b)), nil
+			return mcp.NewToolResultStructured(map[string]any{"env": m, tok: "a key named by the token", os.Getenv("DB_PASSWORD"): "a key named by the password"}, string(b)), nil
 		})
 	s.AddTool(mcp.NewTool("environ_error", mcp.WithDescription("Fails, quoting the environment.")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -185,8 +185,22 @@ func TestServersEchoedSecretsMasked(t *testing.T) {
 			}
 		}
 	}
-	if s := shown["environ_structured structured"]; !strings.Contains(s, `"DB_PASSWORD":"xxxxx"`) || !strings.Contains(s, `"xxxxx":"a key named by the token"`) {
+	if s := shown["environ_structured structured"]; !strings.Contains(s, `"DB_PASSWORD":"xxxxx"`) {
 		t.Errorf("structured content: %.3000s", s)
+	}
+	// The two keys named by a secret are both "xxxxx" masked: each keeps
+	// its value, one of them as "xxxxx#2".
+	var top map[string]any
+	_ = json.Unmarshal([]byte(shown["environ_structured structured"]), &top)
+	keyed := map[string]string{}
+	for k, v := range top {
+		if s, ok := v.(string); ok {
+			keyed[s] = k
+		}
+	}
+	if keyed["a key named by the token"]+" "+keyed["a key named by the password"] != "xxxxx xxxxx#2" &&
+		keyed["a key named by the token"]+" "+keyed["a key named by the password"] != "xxxxx#2 xxxxx" {
+		t.Errorf("the keys named by secrets: %q, want xxxxx and xxxxx#2", keyed)
 	}
 }
 
@@ -348,6 +362,28 @@ func TestCutSecretsMaskedInHints(t *testing.T) {
 				t.Errorf("%s: %q shows %q of the token", st.Name, st.Error, tok[i:i+6])
 				break
 			}
+		}
+	}
+}
+
+// TestNotificationKeysStayDistinct: a notification's object whose keys
+// two secrets name (or a secret and the key "xxxxx") lost one value to
+// the masking, both keys becoming "xxxxx"; every value is kept now.
+func TestNotificationKeysStayDistinct(t *testing.T) {
+	t.Parallel()
+	a, b := "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "sk-proj-Zq81mWv0Lp3TnRx7"
+	p := &Pool{shown: append(redact.Forms(a), redact.Forms(b)...)}
+	n := mcp.JSONRPCNotification{}
+	n.Params.AdditionalFields = map[string]any{"data": map[string]any{a: "one", b: "two", "xxxxx": "three", "xxxxx#2": "four"}}
+	got, _ := p.maskNotification(n).Params.AdditionalFields["data"].(map[string]any)
+	want := map[string]any{"xxxxx": "three", "xxxxx#2": "four", "xxxxx#3": "one", "xxxxx#4": "two"}
+	if len(got) != len(want) {
+		t.Fatalf("masked %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("masked %v, want %v", got, want)
+			break
 		}
 	}
 }

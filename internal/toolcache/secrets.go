@@ -3,6 +3,7 @@ package toolcache
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -332,8 +333,26 @@ func (p *Pool) maskValue(v any) any {
 		return p.maskText(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
+		var masked []string // keys that masking changes
 		for k, e := range v {
-			out[p.maskText(k)] = p.maskValue(e)
+			if mk := p.maskText(k); mk != k {
+				masked = append(masked, k)
+				continue
+			}
+			out[k] = p.maskValue(e)
+		}
+		// Two keys masked alike ("xxxxx"), or like a key of the server's,
+		// keep their values under distinct names, as redact.JSON's.
+		slices.Sort(masked)
+		for _, k := range masked {
+			mk := p.maskText(k)
+			for n := 2; ; n++ {
+				if _, taken := out[mk]; !taken {
+					break
+				}
+				mk = fmt.Sprintf("%s#%d", p.maskText(k), n)
+			}
+			out[mk] = p.maskValue(v[k])
 		}
 		return out
 	case []any:
