@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -62,6 +64,11 @@ func addEnvironTools(s *server.MCPServer) {
 				"level": "info", "logger": "environ", "data": map[string]any{"msg": "using " + tok, tok: []any{tok}},
 			})
 			return mcp.NewToolResultText("logged"), nil
+		})
+	s.AddTool(mcp.NewTool("token_checked", mcp.WithDescription("The token as structured content its outputSchema describes."),
+		mcp.WithRawOutputSchema(json.RawMessage(tokenSchema))),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultStructured(map[string]any{"token": tok}, "the token is "+tok), nil
 		})
 	s.AddResource(mcp.NewResource("env://environ", "environ", mcp.WithMIMEType("text/plain"), mcp.WithResourceDescription("the environment with "+tok)),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -385,5 +392,60 @@ func TestNotificationKeysStayDistinct(t *testing.T) {
 			t.Errorf("masked %v, want %v", got, want)
 			break
 		}
+	}
+}
+
+// tokenSchema is token_checked's outputSchema: a GitHub token, by its
+// pattern, that "xxxxx" does not match.
+const tokenSchema = `{"type":"object","properties":{"token":{"type":"string","pattern":"^ghp_[A-Za-z0-9]{36}$","minLength":40}},"required":["token"]}`
+
+// TestCheckedBeforeMasking: the masked answer of a server whose tool
+// sends its token as its outputSchema describes it ({"token": "ghp_…"},
+// a pattern and a minLength) is {"token": "xxxxx"}, which fails that
+// schema: checked after CallTool, the server's conforming answer was
+// taken for a violation. CallToolChecked runs the check on the answer
+// as sent, then masks what the check returns, the violation's message
+// quoting the value included.
+func TestCheckedBeforeMasking(t *testing.T) {
+	t.Parallel()
+	sc := stdioTestServer("secrets")
+	tok := echoedEnv["GITHUB_TOKEN"]
+	sc.Env["GITHUB_TOKEN"] = tok
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
+	v := newTestView(t, p, nil, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pattern := regexp.MustCompile(`^ghp_[A-Za-z0-9]{36}$`)
+	// check is what a client checking the outputSchema's "token" does.
+	check := func(r Result) Result {
+		var out struct{ Token string }
+		if err := json.Unmarshal(r.Structured, &out); err != nil || !pattern.MatchString(out.Token) {
+			return Result{Text: fmt.Sprintf("does not match the outputSchema: token %q", out.Token), IsError: true}
+		}
+		return r
+	}
+	plain, err := v.CallTool(ctx, "token_checked", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(plain.Structured) != `{"token":"xxxxx"}` || !check(plain).IsError {
+		t.Fatalf("CallTool: %s; the masked answer should fail the schema (what this test is about)", plain.Structured)
+	}
+	res, err := v.CallToolChecked(ctx, "token_checked", json.RawMessage(`{}`), check)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || string(res.Structured) != `{"token":"xxxxx"}` || res.Text != "the token is xxxxx" {
+		t.Errorf("CallToolChecked: %+v, want the answer passing its check, masked", res)
+	}
+	quoting := func(r Result) Result {
+		return Result{Text: fmt.Sprintf("token %q does not match %s", tok, tokenSchema), IsError: true}
+	}
+	res, err = v.CallToolChecked(ctx, "token_checked", json.RawMessage(`{}`), quoting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Text, tok) || !strings.Contains(res.Text, `token "xxxxx" does not match`) {
+		t.Errorf("a check's violation quoting the token: %q, want it masked", res.Text)
 	}
 }

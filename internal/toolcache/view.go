@@ -201,7 +201,22 @@ func (v *View) keeps(t Tool) bool {
 // the session breaks fails with ErrSessionLost; the next call waits for the
 // reconnected session.
 func (v *View) CallTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
+	return v.CallToolChecked(ctx, name, args, nil)
+}
+
+// CallToolChecked is CallTool with check, when not nil, run on the result
+// as the server sent it, before the pool's answer secrets are masked in
+// it (see answerSecrets), and only when the call succeeded: what check
+// returns is masked and returned. Checking the tool's result against its
+// outputSchema belongs there: a masked value ("xxxxx" for a token a
+// "pattern", a "minLength" or an "enum" describes) can fail a schema the
+// server's answer meets, and a violation's message may quote the value,
+// which is masked with the rest.
+func (v *View) CallToolChecked(ctx context.Context, name string, args json.RawMessage, check func(Result) Result) (Result, error) {
 	res, err := v.callTool(ctx, name, args)
+	if err == nil && check != nil {
+		res = check(res)
+	}
 	return v.p.maskResult(res), scrub(opError("call "+name, err), v.p.secrets)
 }
 
