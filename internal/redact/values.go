@@ -265,3 +265,42 @@ func Window(s string, secrets []string, cutBefore, cutAfter bool) string {
 	}
 	return out
 }
+
+// TextAcross is Text for s, pieces of text (a tool result's content
+// blocks) joined by one byte at each of seps (ascending offsets in s):
+// a secret that one piece ends with the start of and the next begins
+// with the rest of is masked too, on both sides of the separator, which
+// is kept ("xxxxx\nxxxxx"). A secret spread over three pieces or more is
+// not found. It takes time linear in len(s) and in len(seps) times the
+// longest secret's length, for each secret.
+func TextAcross(s string, seps []int, secrets []string) string {
+	covered := cover(s, secrets)
+	longest := 0
+	for _, sec := range secrets {
+		longest = max(longest, len(sec))
+	}
+	for _, at := range seps {
+		if at < 0 || at >= len(s) || longest < 2 {
+			continue
+		}
+		lo, hi := max(0, at-longest+1), min(len(s), at+longest)
+		c := cover(s[lo:at]+s[at+1:hi], secrets) // the two pieces' edges, glued
+		for i, v := range c {
+			if !v {
+				continue
+			}
+			j := lo + i
+			if j >= at {
+				j++ // past the separator
+			}
+			if covered == nil {
+				covered = make([]bool, len(s))
+			}
+			covered[j] = true
+		}
+	}
+	if covered == nil {
+		return s
+	}
+	return writeMasked(s, covered)
+}

@@ -175,3 +175,27 @@ func TestWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestTextAcross: a secret split across two pieces joined by a separator
+// is masked on both sides of it; the separator and the rest are kept.
+func TestTextAcross(t *testing.T) {
+	t.Parallel()
+	const sec = "ghp_abc123def456"
+	for _, tc := range []struct {
+		s    string
+		seps []int
+		want string
+	}{
+		{"a ghp_abc1\n23def456 b", []int{10}, "a xxxxx\nxxxxx b"},
+		{"ghp_abc123def45\n6", []int{15}, "xxxxx\nxxxxx"},
+		{"ghp_abc123def456\nghp_abc123def456", []int{16}, "xxxxx\nxxxxx"},
+		{"ghp_abc1\n23def456", nil, "ghp_abc1\n23def456"}, // no separator there: two texts
+		{"ghp_abc1\nx23def456", []int{8}, "ghp_abc1\nx23def456"},
+		{"one\ntwo", []int{3}, "one\ntwo"},
+		{"", []int{0}, ""},
+	} {
+		if got := redact.TextAcross(tc.s, tc.seps, redact.Forms(sec)); got != tc.want {
+			t.Errorf("TextAcross(%q, %v) = %q, want %q", tc.s, tc.seps, got, tc.want)
+		}
+	}
+}

@@ -70,6 +70,10 @@ func addEnvironTools(s *server.MCPServer) {
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultStructured(map[string]any{"token": tok}, "the token is "+tok), nil
 		})
+	s.AddTool(mcp.NewTool("token_split", mcp.WithDescription("The token cut in two content blocks.")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("token: " + tok[:17]), mcp.NewTextContent(tok[17:] + " (end)")}}, nil
+		})
 	s.AddResource(mcp.NewResource("env://environ", "environ", mcp.WithMIMEType("text/plain"), mcp.WithResourceDescription("the environment with "+tok)),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: "env://environ", Text: environ()}}, nil
@@ -447,5 +451,20 @@ func TestCheckedBeforeMasking(t *testing.T) {
 	}
 	if strings.Contains(res.Text, tok) || !strings.Contains(res.Text, `token "xxxxx" does not match`) {
 		t.Errorf("a check's violation quoting the token: %q, want it masked", res.Text)
+	}
+}
+
+// TestSplitSecretMasked: a server whose answer cuts its token in two
+// content blocks ("token: ghp_16C7e42F292c6" and "912E7…B4a (end)")
+// showed both parts, joined by a newline, which the masking of whole
+// values does not find. Both parts are masked now.
+func TestSplitSecretMasked(t *testing.T) {
+	t.Parallel()
+	sc := stdioTestServer("secrets")
+	sc.Env["GITHUB_TOKEN"] = echoedEnv["GITHUB_TOKEN"]
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
+	v := newTestView(t, p, nil, nil, nil)
+	if res := call(t, v, "token_split", map[string]any{}); res.Text != "token: xxxxx\nxxxxx (end)" {
+		t.Errorf("token cut in two blocks: %q, want %q", res.Text, "token: xxxxx\nxxxxx (end)")
 	}
 }

@@ -273,7 +273,7 @@ func (p *Pool) maskResult(r Result) Result {
 	if len(p.shown) == 0 {
 		return r
 	}
-	r.Text = redact.Text(r.Text, p.shown)
+	r.Text = redact.TextAcross(r.Text, r.joins, p.shown)
 	if len(r.Structured) > 0 {
 		r.Structured = redact.JSON(r.Structured, p.shown)
 	}

@@ -993,6 +993,11 @@ func flattenResult(r *mcp.CallToolResult) Result {
 		}
 	}
 	res := Result{Text: strings.Join(parts, "\n"), IsError: r.IsError}
+	for i, at := 0, 0; i+1 < len(parts); i++ {
+		at += len(parts[i])
+		res.joins = append(res.joins, at)
+		at++
+	}
 	if !isNull(r.RawStructuredContent) {
 		res.Structured = compact(r.RawStructuredContent)
 		if res.Text == "" {

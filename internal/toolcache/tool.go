@@ -38,6 +38,11 @@ type Result struct {
 	IsError bool   `json:"isError,omitempty"`
 	// Structured is the structuredContent, when the server sent one.
 	Structured json.RawMessage `json:"structured,omitempty"`
+
+	// joins are the offsets in Text of the '\n's flattenResult put
+	// between content blocks: a secret a server's answer splits across
+	// two blocks is masked there too (redact.TextAcross).
+	joins []int
 }
 
 // Resource is a resource or resource template listed by a server.
