@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -77,18 +78,27 @@ func asciiJSON(f string) string {
 // (a secret of digits that is also a number) are left, so the document
 // stays valid JSON; a string whose masking would cut an escape sequence
 // is decoded, masked and encoded again. raw that is no valid JSON is
-// masked as Text. A masked key that is then the same as another key of
+// masked as Text. A string that writes a printable ASCII character as a
+// \u escape no encoder writes ("\u0067hp_…", see oddEscape) is decoded
+// and masked as Text, and encoded again when masking changed it. A masked key that is then the same as another key of
 // its object is told apart by a suffix ("xxxxx#2", see distinctKeys), so
 // no value is lost to a decoder that keeps one value a key. It takes time
 // linear in len(raw) for each secret, as Text.
 func JSON(raw []byte, secrets []string) []byte {
 	s := string(raw)
 	covered := cover(s, secrets)
-	if covered == nil {
+	odd := strings.Contains(s, `\u00`) && oddEscape(s) // maybe a secret no Form writes
+	if covered == nil && !odd {
 		return raw
 	}
 	if !json.Valid(raw) {
+		if covered == nil {
+			return raw
+		}
 		return []byte(writeMasked(s, covered))
+	}
+	if covered == nil {
+		covered = make([]bool, len(s))
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -106,7 +116,16 @@ func JSON(raw []byte, secrets []string) []byte {
 			}
 		}
 		lit := s[i+1 : j]
-		if slices.Contains(covered[i+1:j], true) {
+		if esc && odd && !slices.Contains(covered[i+1:j], true) && oddEscape(lit) {
+			var d string
+			_ = json.Unmarshal([]byte(s[i:j+1]), &d) // valid: the document is
+			if m := Text(d, secrets); m != d {
+				b.WriteString(s[last : i+1])
+				b.WriteString(jsonString(m, false))
+				last = j
+				maskedKey = maskedKey || isKey(s, j+1)
+			}
+		} else if slices.Contains(covered[i+1:j], true) {
 			m := writeMasked(lit, covered[i+1:j])
 			if esc && !json.Valid([]byte(`"`+m+`"`)) {
 				var d string
@@ -125,6 +144,31 @@ func JSON(raw []byte, secrets []string) []byte {
 		return distinctKeys(b.String())
 	}
 	return []byte(b.String())
+}
+
+// oddEscape says whether s holds a \u escape of a printable ASCII
+// character other than those encoders escape (Go's <, > and &): a
+// server that writes "\u0067hp_…" for "ghp_…" shows a secret none of its
+// Forms matches, which a decoder (a script, the model) reads as it is.
+func oddEscape(s string) bool {
+	for i := strings.Index(s, `\u00`); i >= 0 && i+6 <= len(s); {
+		if c, err := strconv.ParseUint(s[i+2:i+6], 16, 8); err == nil && c >= 0x20 && c < 0x7f && c != '<' && c != '>' && c != '&' {
+			// an odd number of '\'s before it: an escape, not "\\u00…"
+			n := 0
+			for k := i - 1; k >= 0 && s[k] == '\\'; k-- {
+				n++
+			}
+			if n%2 == 0 {
+				return true
+			}
+		}
+		k := strings.Index(s[i+1:], `\u00`)
+		if k < 0 {
+			break
+		}
+		i += 1 + k
+	}
+	return false
 }
 
 // isKey says whether the string of a valid JSON document s that ends

@@ -60,6 +60,9 @@ func TestJSON(t *testing.T) {
 		{"number left", `{"pin":12345678,"s":"12345678"}`, secrets("12345678"), `{"pin":12345678,"s":"xxxxx"}`},
 		{"other escapes kept", `{"a":"line\nnext \u00e9","b":"tok-123456789"}`, secrets("tok-123456789"), `{"a":"line\nnext \u00e9","b":"xxxxx"}`},
 		{"cut escape re-encoded", `{"v":"x\\\\tok-123456789"}`, []string{`\tok-123456789`}, `{"v":"x\\xxxxx"}`},
+		{"odd escapes", `{"v":"\u0067hp_abc123def456","\u0067hp_abc123def456":"\u0041\u003c"}`, secrets("ghp_abc123def456"), `{"v":"xxxxx","xxxxx":"\u0041\u003c"}`},
+		{"odd escapes in part", `["Bearer ghp_abc\u00312\u0033def456 ok", "\\u0067hp_abc123def456"]`, secrets("ghp_abc123def456"), `["Bearer xxxxx ok", "\\u0067hp_abc123def456"]`},
+		{"odd escape, no secret", `{"v":"\u0041B"}`, secrets("ghp_abc123def456"), `{"v":"\u0041B"}`},
 		{"nothing", `{"a": "b"}`, secrets("ghp_abc123def456"), `{"a": "b"}`},
 		{"not JSON", `token=ghp_abc123def456 {`, secrets("ghp_abc123def456"), `token=xxxxx {`},
 	} {

@@ -74,6 +74,14 @@ func addEnvironTools(s *server.MCPServer) {
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("token: " + tok[:17]), mcp.NewTextContent(tok[17:] + " (end)")}}, nil
 		})
+	s.AddTool(mcp.NewTool("token_escaped", mcp.WithDescription("The token as structured content, its letters written as \\u escapes.")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var esc strings.Builder
+			for _, c := range tok {
+				fmt.Fprintf(&esc, `\u%04x`, c)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(`{"token":"` + esc.String() + `"}`)}, nil
+		})
 	s.AddResource(mcp.NewResource("env://environ", "environ", mcp.WithMIMEType("text/plain"), mcp.WithResourceDescription("the environment with "+tok)),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: "env://environ", Text: environ()}}, nil
@@ -466,5 +474,21 @@ func TestSplitSecretMasked(t *testing.T) {
 	v := newTestView(t, p, nil, nil, nil)
 	if res := call(t, v, "token_split", map[string]any{}); res.Text != "token: xxxxx\nxxxxx (end)" {
 		t.Errorf("token cut in two blocks: %q, want %q", res.Text, "token: xxxxx\nxxxxx (end)")
+	}
+}
+
+// TestEscapedSecretMasked: a server whose structured content writes its
+// token's letters as \u escapes ("\u0067\u0068\u0070…", which no encoder
+// writes for ASCII and no Form matches) showed it, in the structured
+// content and in the text made of it, to anything that decodes it.
+func TestEscapedSecretMasked(t *testing.T) {
+	t.Parallel()
+	sc := stdioTestServer("secrets")
+	sc.Env["GITHUB_TOKEN"] = echoedEnv["GITHUB_TOKEN"]
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
+	v := newTestView(t, p, nil, nil, nil)
+	res := call(t, v, "token_escaped", map[string]any{})
+	if string(res.Structured) != `{"token":"xxxxx"}` || res.Text != `{"token":"xxxxx"}` {
+		t.Errorf("escaped token: structured %s, text %q; want it masked", res.Structured, res.Text)
 	}
 }

@@ -273,9 +273,13 @@ func (p *Pool) maskResult(r Result) Result {
 	if len(p.shown) == 0 {
 		return r
 	}
+	asJSON := len(r.Structured) > 0 && r.Text == string(r.Structured) // no text: flattenResult's
 	r.Text = redact.TextAcross(r.Text, r.joins, p.shown)
 	if len(r.Structured) > 0 {
 		r.Structured = redact.JSON(r.Structured, p.shown)
+	}
+	if asJSON { // masked as JSON: its strings are decoded where need be
+		r.Text = string(r.Structured)
 	}
 	return r
 }
