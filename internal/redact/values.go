@@ -74,9 +74,9 @@ func asciiJSON(f string) string {
 // with every occurrence of each of secrets inside its strings, keys and
 // values, replaced by Mask, and the rest byte for byte. Pass the secrets'
 // Forms: a match is made on the document's text, so a secret written
-// with escapes is found in its escaped form. Occurrences outside strings
-// (a secret of digits that is also a number) are left, so the document
-// stays valid JSON; a string whose masking would cut an escape sequence
+// with escapes is found in its escaped form. A number a secret occurs in
+// (a credential of digits written as a number) is replaced by the string
+// "xxxxx", so the document stays valid JSON; a string whose masking would cut an escape sequence
 // is decoded, masked and encoded again. raw that is no valid JSON is
 // masked as Text. A string that writes a printable ASCII character as a
 // \u escape no encoder writes ("\u0067hp_…", see oddEscape) is decoded
@@ -105,6 +105,19 @@ func JSON(raw []byte, secrets []string) []byte {
 	last := 0          // s[:last] is written
 	maskedKey := false // some key was masked
 	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '-' || c >= '0' && c <= '9' { // outside strings: a number
+			k := i + 1
+			for k < len(s) && strings.IndexByte("0123456789.eE+-", s[k]) >= 0 {
+				k++
+			}
+			if slices.Contains(covered[i:k], true) {
+				b.WriteString(s[last:i])
+				b.WriteString(`"` + Mask + `"`)
+				last = k
+			}
+			i = k - 1
+			continue
+		}
 		if s[i] != '"' { // in a valid document, a '"' outside strings starts one
 			continue
 		}

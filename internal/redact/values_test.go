@@ -57,7 +57,7 @@ func TestJSON(t *testing.T) {
 		{"Go's HTML escapes", `{"v":"a\u003cb\u003e-123456"}`, secrets("a<b>-123456"), `{"v":"xxxxx"}`},
 		{"PHP's slash", `{"v":"ab\/cd\/123456"}`, secrets("ab/cd/123456"), `{"v":"xxxxx"}`},
 		{"Python's ASCII", `{"v":"k\u00e9y-123456"}`, secrets("kéy-123456"), `{"v":"xxxxx"}`},
-		{"number left", `{"pin":12345678,"s":"12345678"}`, secrets("12345678"), `{"pin":12345678,"s":"xxxxx"}`},
+		{"number", `{"pin":12345678,"s":"12345678","n":[-12345678.5e3,123456789,1234567,true]}`, secrets("12345678"), `{"pin":"xxxxx","s":"xxxxx","n":["xxxxx","xxxxx",1234567,true]}`},
 		{"other escapes kept", `{"a":"line\nnext \u00e9","b":"tok-123456789"}`, secrets("tok-123456789"), `{"a":"line\nnext \u00e9","b":"xxxxx"}`},
 		{"cut escape re-encoded", `{"v":"x\\\\tok-123456789"}`, []string{`\tok-123456789`}, `{"v":"x\\xxxxx"}`},
 		{"odd escapes", `{"v":"\u0067hp_abc123def456","\u0067hp_abc123def456":"\u0041\u003c"}`, secrets("ghp_abc123def456"), `{"v":"xxxxx","xxxxx":"\u0041\u003c"}`},

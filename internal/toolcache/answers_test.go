@@ -43,7 +43,7 @@ func addEnvironTools(s *server.MCPServer) {
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			m := asMap()
 			b, _ := json.Marshal(m)
-			return mcp.NewToolResultStructured(map[string]any{"env": m, tok: "a key named by the token", os.Getenv("DB_PASSWORD"): "a key named by the password"}, string(b)), nil
+			return mcp.NewToolResultStructured(map[string]any{"env": m, tok: "a key named by the token", os.Getenv("DB_PASSWORD"): "a key named by the password", "pin": json.Number(os.Getenv("BANK_SECRET"))}, string(b)), nil
 		})
 	s.AddTool(mcp.NewTool("environ_error", mcp.WithDescription("Fails, quoting the environment.")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -106,10 +106,11 @@ var echoedEnv = map[string]string{
 	"TOKEN_FILE":      "/run/secrets/gh-token",
 	"SESSION_TIMEOUT": "86400000",
 	"SHORT_SECRET":    "abc12",
+	"BANK_SECRET":     "4111111111111111111", // a named number of 19 digits
 }
 
 // echoedSecrets are the values of echoedEnv to be masked.
-var echoedSecrets = []string{"GITHUB_TOKEN", "DB_PASSWORD", "API_KEY"}
+var echoedSecrets = []string{"GITHUB_TOKEN", "DB_PASSWORD", "API_KEY", "BANK_SECRET"}
 
 // TestServersEchoedSecretsMasked: a stdio server given GITHUB_TOKEN (and
 // other credentials) in its "env" put them before the model, into the
@@ -204,7 +205,7 @@ func TestServersEchoedSecretsMasked(t *testing.T) {
 			}
 		}
 	}
-	if s := shown["environ_structured structured"]; !strings.Contains(s, `"DB_PASSWORD":"xxxxx"`) {
+	if s := shown["environ_structured structured"]; !strings.Contains(s, `"DB_PASSWORD":"xxxxx"`) || !strings.Contains(s, `"pin":"xxxxx"`) {
 		t.Errorf("structured content: %.3000s", s)
 	}
 	// The two keys named by a secret are both "xxxxx" masked: each keeps
