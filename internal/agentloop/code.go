@@ -376,6 +376,15 @@ func (h *codeHost) value(kind string, seq int, make func() json.RawMessage) json
 	return v
 }
 
+// checkedCaller is a ToolSet that masks secrets in its answers
+// (toolcache.View) and can run the outputSchema check on the answer as
+// the server sent it, before masking: checked after CallTool, a
+// conforming answer whose secret was masked (a token a pattern or a
+// minLength describes, now "xxxxx") was taken for a violation.
+type checkedCaller interface {
+	CallToolChecked(ctx context.Context, name string, args json.RawMessage, check func(toolcache.Result) toolcache.Result) (toolcache.Result, error)
+}
+
 // runEffect is the call of a tool with an effect (or a resource read),
 // as the journal runs it.
 func (j *job) runEffect(e *entry, args json.RawMessage) func(context.Context) (journal.Result, error) {
@@ -383,9 +392,18 @@ func (j *job) runEffect(e *entry, args json.RawMessage) func(context.Context) (j
 		defer j.recoverRun(ctx, e.tool.Name, &err) // a panic is the call's error (panics.go)
 		switch e.kind {
 		case kindMCP:
-			r, err := j.in.Tools.CallTool(ctx, e.tool.Name, args)
-			if err == nil && !r.IsError {
-				r = e.checkOutput(r)
+			check := func(r toolcache.Result) toolcache.Result {
+				if r.IsError {
+					return r
+				}
+				return e.checkOutput(r)
+			}
+			var r toolcache.Result
+			var err error
+			if cc, ok := j.in.Tools.(checkedCaller); ok {
+				r, err = cc.CallToolChecked(ctx, e.tool.Name, args, check)
+			} else if r, err = j.in.Tools.CallTool(ctx, e.tool.Name, args); err == nil {
+				r = check(r)
 			}
 			return journal.Result{Text: r.Text, Structured: r.Structured, IsError: r.IsError}, err
 		case kindClient:
