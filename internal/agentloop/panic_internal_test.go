@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
 // calling runs f, returning its panic (nil: none).
@@ -53,3 +54,7 @@ func TestSharedBuildPanicNotKept(t *testing.T) {
 		}
 	})
 }
+
+// toolcache.View masks what the loop shows of a recovered panic: without
+// MaskSecrets on it, production jobs' panic values were not masked.
+var _ secretMasker = (*toolcache.View)(nil)

@@ -493,3 +493,20 @@ func TestEscapedSecretMasked(t *testing.T) {
 		t.Errorf("escaped token: structured %s, text %q; want it masked", res.Structured, res.Text)
 	}
 }
+
+// TestMaskSecrets: View.MaskSecrets masks the credentials of the pool's
+// servers' configs in any text (what agentloop shows of a recovered
+// panic); before it existed, the loop had nothing to mask a panic's value
+// with and showed it as it was.
+func TestMaskSecrets(t *testing.T) {
+	t.Parallel()
+	sc := stdioTestServer("secrets")
+	tok := echoedEnv["GITHUB_TOKEN"]
+	sc.Env["GITHUB_TOKEN"] = tok
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
+	v := newTestView(t, p, nil, nil, nil)
+	in := "runtime error: request https://api.example.com/?t=" + tok + " failed"
+	if got, want := v.MaskSecrets(in), "runtime error: request https://api.example.com/?t=xxxxx failed"; got != want {
+		t.Errorf("MaskSecrets(%q) = %q, want %q", in, got, want)
+	}
+}

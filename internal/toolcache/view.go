@@ -220,6 +220,14 @@ func (v *View) CallToolChecked(ctx context.Context, name string, args json.RawMe
 	return v.p.maskResult(res), scrub(opError("call "+name, err), v.p.secrets)
 }
 
+// MaskSecrets is s with the credentials of the pool's servers' configs
+// masked, as in the errors of calls (the rule of errors and logs, not the
+// narrower one of answers). The loop masks with it what it shows of a
+// panic it recovered in a call (agentloop's secretMasker): the panic's
+// value can quote what the panicking code held, and it bypassed the
+// masking of the call's error.
+func (v *View) MaskSecrets(s string) string { return redact.Text(s, v.p.secrets) }
+
 func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) (Result, error) {
 	t, ok := v.Get(name)
 	if !ok {
