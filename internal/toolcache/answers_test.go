@@ -421,11 +421,7 @@ const tokenSchema = `{"type":"object","properties":{"token":{"type":"string","pa
 // quoting the value included.
 func TestCheckedBeforeMasking(t *testing.T) {
 	t.Parallel()
-	sc := stdioTestServer("secrets")
-	tok := echoedEnv["GITHUB_TOKEN"]
-	sc.Env["GITHUB_TOKEN"] = tok
-	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
-	v := newTestView(t, p, nil, nil, nil)
+	v, tok := tokenView(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pattern := regexp.MustCompile(`^ghp_[A-Za-z0-9]{36}$`)
@@ -469,10 +465,7 @@ func TestCheckedBeforeMasking(t *testing.T) {
 // values does not find. Both parts are masked now.
 func TestSplitSecretMasked(t *testing.T) {
 	t.Parallel()
-	sc := stdioTestServer("secrets")
-	sc.Env["GITHUB_TOKEN"] = echoedEnv["GITHUB_TOKEN"]
-	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
-	v := newTestView(t, p, nil, nil, nil)
+	v, _ := tokenView(t)
 	if res := call(t, v, "token_split", map[string]any{}); res.Text != "token: xxxxx\nxxxxx (end)" {
 		t.Errorf("token cut in two blocks: %q, want %q", res.Text, "token: xxxxx\nxxxxx (end)")
 	}
@@ -484,10 +477,7 @@ func TestSplitSecretMasked(t *testing.T) {
 // content and in the text made of it, to anything that decodes it.
 func TestEscapedSecretMasked(t *testing.T) {
 	t.Parallel()
-	sc := stdioTestServer("secrets")
-	sc.Env["GITHUB_TOKEN"] = echoedEnv["GITHUB_TOKEN"]
-	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
-	v := newTestView(t, p, nil, nil, nil)
+	v, _ := tokenView(t)
 	res := call(t, v, "token_escaped", map[string]any{})
 	if string(res.Structured) != `{"token":"xxxxx"}` || res.Text != `{"token":"xxxxx"}` {
 		t.Errorf("escaped token: structured %s, text %q; want it masked", res.Structured, res.Text)
@@ -500,13 +490,20 @@ func TestEscapedSecretMasked(t *testing.T) {
 // with and showed it as it was.
 func TestMaskSecrets(t *testing.T) {
 	t.Parallel()
-	sc := stdioTestServer("secrets")
-	tok := echoedEnv["GITHUB_TOKEN"]
-	sc.Env["GITHUB_TOKEN"] = tok
-	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
-	v := newTestView(t, p, nil, nil, nil)
+	v, tok := tokenView(t)
 	in := "runtime error: request https://api.example.com/?t=" + tok + " failed"
 	if got, want := v.MaskSecrets(in), "runtime error: request https://api.example.com/?t=xxxxx failed"; got != want {
 		t.Errorf("MaskSecrets(%q) = %q, want %q", in, got, want)
 	}
+}
+
+// tokenView is a view of the "secrets" stdio test server configured with
+// echoedEnv's GITHUB_TOKEN in its env, and that token.
+func tokenView(t *testing.T) (*View, string) {
+	t.Helper()
+	sc := stdioTestServer("secrets")
+	tok := echoedEnv["GITHUB_TOKEN"]
+	sc.Env["GITHUB_TOKEN"] = tok
+	p := newTestPool(t, Config{Servers: map[string]ServerConfig{"srv": sc}})
+	return newTestView(t, p, nil, nil, nil), tok
 }
