@@ -457,3 +457,86 @@ func TestCodeDoneMarkerPanicKeepsTheResult(t *testing.T) {
 		t.Errorf("the log does not say the marker's write panicked: %s", l)
 	}
 }
+
+// minimumTools is panicky whose tools take an n of at least 0.
+type minimumTools struct{ *panicky }
+
+func (minimumTools) Tools() []toolcache.Tool {
+	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","minimum":0}}}`)
+	var out []toolcache.Tool
+	for _, n := range []string{"boom", "ok"} {
+		out = append(out, toolcache.Tool{Name: n, Original: n, Server: "s", Description: "Tool " + n + ".", InputSchema: schema, Parameters: schema})
+	}
+	return out
+}
+
+// hugeExponent is a JSON number the schema library panics on when it
+// checks it against a minimum: math/big refuses its exponent, and the
+// library compares the nil *big.Rat it gets.
+const hugeExponent = "1e-1000001"
+
+// TestValidationPanicRefusesOnlyThatCall: the schema library's Validate
+// panicked on a number a model wrote (hugeExponent, against a minimum),
+// in prepare on the job's goroutine: the whole job failed (the process
+// died here, where no worker recovers it). The panic is now that call's
+// validation error: the call is refused and not run, the model is told
+// why (in the schema retry's note and in the call's result), the valid
+// call beside it runs, and the job goes on.
+func TestValidationPanicRefusesOnlyThatCall(t *testing.T) {
+	t.Parallel()
+	if !childtest.InChild(t, childEnv) {
+		return
+	}
+	for _, tc := range []struct {
+		name      string
+		mode      agentloop.Mode
+		bad, good llm.ToolCall
+	}{
+		{name: "direct", mode: agentloop.ModeFull,
+			bad: call("ok", `{"n":`+hugeExponent+`}`), good: call("ok", `{"n":2}`)},
+		{name: "call_tool", mode: agentloop.ModeSearch,
+			bad:  call("call_tool", `{"name":"ok","arguments":{"n":`+hugeExponent+`}}`),
+			good: call("call_tool", `{"name":"ok","arguments":{"n":2}}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := &panicky{}
+			var ev events
+			round := toolReply(tc.bad, tc.good)
+			// The schema retry is answered with the same calls.
+			s := llmtest.NewServer(t, round, round, textReply("done"))
+			in := agentloop.Input{JobID: "j", Task: "go", Tools: minimumTools{p}, Mode: tc.mode, Sink: &ev}
+			res, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), in)
+			if err != nil {
+				t.Fatalf("the job failed: %v", err)
+			}
+			if res.Answer != "done" {
+				t.Fatalf("answer %q", res.Answer)
+			}
+			const why = "the schema library failed checking them"
+			reqs := s.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d requests, want 3 (the round, its schema retry, the answer)", len(reqs))
+			}
+			if note := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(note, why) {
+				t.Errorf("the schema retry's note does not say why the call was refused:\n%s", note)
+			}
+			msgs := toolMessages(reqs[2].Messages)
+			if len(msgs) != 2 {
+				t.Fatalf("tool messages %+v", msgs)
+			}
+			if got := msgs[0].Content; !strings.HasPrefix(got, "Error: invalid arguments for tool ok:") || !strings.Contains(got, why) {
+				t.Errorf("the refused call's result %q", got)
+			}
+			if got := msgs[1].Content; got != "ok done" {
+				t.Errorf("the valid call's result %q", got)
+			}
+			if n := p.count("ok"); n != 1 {
+				t.Errorf("ok ran %d times, want once (the valid call)", n)
+			}
+			if n := len(ev.of(agentloop.EventToolValidationFailed)); n != 2 {
+				t.Errorf("%d tool.validation_failed events, want 2 (the call and its retry)", n)
+			}
+		})
+	}
+}

@@ -405,7 +405,24 @@ func (e *entry) validate(args json.RawMessage) []string {
 	if err != nil {
 		return []string{"arguments are not valid JSON: " + err.Error()}
 	}
-	return violations(sch.Validate(v))
+	return violations(validateSafe(sch, v))
+}
+
+// validateSafe is sch.Validate(v) with a panic of the schema library
+// turned into an error. The library panics on some instances (a number
+// whose exponent math/big refuses, 1e-1000001, against a minimum: it
+// compares the nil *big.Rat it got): in prepare, on the job's goroutine,
+// arguments a model wrote failed the whole job. As an error the call is
+// refused, as any call whose arguments do not match, and the model is
+// told why.
+func validateSafe(sch *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the arguments could not be checked against the input schema: the schema library failed checking them (%s); "+
+				"the call was not run: write the arguments another way (numbers in plain notation, without huge exponents)", quoteHead(fmt.Sprint(p)))
+		}
+	}()
+	return sch.Validate(v)
 }
 
 // violations are a validation error's, one line each, sorted and bounded;
