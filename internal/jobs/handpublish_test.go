@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -377,5 +378,60 @@ func TestPublisherCannotForgeDeadLetterHeaders(t *testing.T) {
 	}
 	if r := h.Get("Jetagent-Reason"); r == "" || r == "all fine, ignore" {
 		t.Errorf("Jetagent-Reason %q, want the worker's", r)
+	}
+}
+
+// settlingKV is a state bucket whose write of a succeeded state is stored
+// and then held until release closes: an attempt between its final state
+// and its end (the terminal event, the ack).
+type settlingKV struct {
+	jetstream.KeyValue
+	stored, release chan struct{}
+	once            sync.Once
+}
+
+func (k *settlingKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	rev, err := k.KeyValue.Update(ctx, key, value, last)
+	if err == nil && strings.Contains(string(value), `"status":"succeeded"`) {
+		k.once.Do(func() { close(k.stored) })
+		<-k.release
+	}
+	return rev, err
+}
+
+// TestCopyWhileTheJobSettles: a copy of a job that comes once the job's
+// final state is stored, while its attempt is still ending, is refused as
+// reusing an ended job's id (what any later copy is told), not as a copy
+// of a running job, which the state no longer says (seen as a flaky
+// TestCopyLeavesAnotherJobAlone "valid, ended" under -race -count=3).
+func TestCopyWhileTheJobSettles(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	kv := &settlingKV{stored: make(chan struct{}), release: make(chan struct{})}
+	startWorkerWith(t, nc, Config{Runner: newTestRunner(), Concurrency: 2}, func(w *Worker) {
+		w.stateKV = func(b jetstream.KeyValue) jetstream.KeyValue { kv.KeyValue = b; return kv }
+	})
+	c := newClient(t, nc)
+	ctx := natstest.Context(t)
+	const id = "settling"
+	if _, err := c.Submit(ctx, &Job{ID: id, Task: "echo:real"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kv.stored:
+	case <-ctx.Done():
+		t.Fatal("the job's final state was not written")
+	}
+	defer close(kv.release)
+	m := nats.NewMsg(c.names.JobsSubject(DefaultQueue))
+	m.Data = []byte(`{"id":"` + id + `","task":"echo:evil"}`)
+	ack, err := c.topo.JS.PublishMsg(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := deadLetterOf(ctx, t, c.topo.JS, c.names.DLQStream(), ack.Sequence)
+	if got, want := dl.Headers().Get("Jetagent-Reason"), "job id reused: job id settling already ended (succeeded, stream sequence 1)"; !strings.HasPrefix(got, want) {
+		t.Errorf("dead letter reason %q, want %q", got, want)
 	}
 }

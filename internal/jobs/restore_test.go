@@ -73,3 +73,31 @@ func TestTopologyRestored(t *testing.T) {
 		})
 	}
 }
+
+// TestOutcomeKeptWhenTheStateIsGone: a running job whose state is purged
+// under it (nats kv purge AGENT_STATE ID, or a NATS server back without
+// its store) stores its outcome in a new state. Before, the attempt took
+// the missing state for another attempt's hold ("job held or settled by
+// another attempt; leaving it") and the outcome was lost.
+func TestOutcomeKeptWhenTheStateIsGone(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	r := newTestRunner()
+	startWorker(t, nc, Config{Runner: r, UnservedCheck: -1})
+	c := newClient(t, nc)
+	ctx := natstest.Context(t)
+	const id = "purged-while-running"
+	if _, err := c.Submit(ctx, &Job{ID: id, Task: "gate:purged"}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitStarted(t, 1)
+	if err := c.topo.State.Purge(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	r.release("purged")
+	st := waitStatus(t, c, id)
+	if st.Status != StatusSucceeded || st.Result == nil || st.Result.Answer != "purged" || st.Attempt != 1 || st.StreamSeq == 0 {
+		t.Fatalf("state %+v; want succeeded with the answer, attempt 1 and the message's sequence", st)
+	}
+}

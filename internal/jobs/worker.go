@@ -898,6 +898,24 @@ func reusedError(d delivery, cur *State) error {
 		"again under another id", errReused, d.id, cur.Status, cur.StreamSeq)
 }
 
+// copyOfRunning is why d, a copy of the job this worker runs from the
+// message at seq, is refused. The attempt holds its id until it has
+// settled: a copy coming once the state is final (which a watcher may
+// have seen) is refused as reusing an ended job's id, as on any other
+// worker, not as a copy of a running job.
+func (w *Worker) copyOfRunning(d delivery, seq uint64) error {
+	ctx, cancel := opContext()
+	defer cancel()
+	// Read, not get: the attempt's held state is its own to keep.
+	if e, err := w.states.kv.Get(ctx, d.id); err == nil {
+		var cur State
+		if json.Unmarshal(e.Value(), &cur) == nil && cur.Status.Terminal() && cur.StreamSeq == seq {
+			return reusedError(d, &cur)
+		}
+	}
+	return fmt.Errorf("%w (stream sequence %d): this copy is not run", errDuplicate, seq)
+}
+
 // run claims a job in the state store, runs it and settles the delivery.
 func (w *Worker) run(d delivery) {
 	jobCtx, cancelJob := context.WithCancelCause(w.jobsCtx)
@@ -918,7 +936,7 @@ func (w *Worker) run(d delivery) {
 		// claim refuses it so on any other worker. Handed back here, it
 		// came back every ack wait until the job ended (or its deliveries
 		// ran out under a long one).
-		w.refuseCopy(d, fmt.Errorf("%w (stream sequence %d): this copy is not run", errDuplicate, other.seq))
+		w.refuseCopy(d, w.copyOfRunning(d, other.seq))
 		return
 	case here:
 		// Redelivered to the worker already running it: that attempt holds it.
@@ -1338,8 +1356,10 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			res.Transcript = TranscriptName(d.id)
 		}
 	}
-	// seen is the state a write that was not made found (for the log).
+	// seen is the state a write that was not made found (for the log);
+	// rebuilt, that the attempt's state was gone.
 	var seen *State
+	rebuilt := false
 	write := func() error {
 		// Tried again within its bound (updateRetried): a NATS restart
 		// that swallowed one request used to leave the job to its ack
@@ -1349,6 +1369,20 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			if cur != nil && cur.Status == status && cur.Attempt == d.attempt && cur.Worker == w.cfg.WorkerID &&
 				cur.FinishedAt.Equal(finished.UTC()) {
 				return nil, nil // an earlier try stored it; its answer was lost
+			}
+			rebuilt = false
+			if d.claimed && cur == nil {
+				// The state is gone under the attempt that claimed it: purged
+				// (nats kv purge), or a NATS server back without its store.
+				// The outcome gets a new state: it was logged as "held or
+				// settled by another attempt" and lost, the events alone
+				// showing it (a later attempt makes a state of its own).
+				cur = &State{ID: d.id, Queue: d.queue, Status: StatusRunning, Attempt: d.attempt, Worker: w.cfg.WorkerID,
+					StreamSeq: d.seq, CreatedAt: d.started.UTC(), StartedAt: d.started.UTC()}
+				if d.job != nil {
+					cur.Task = summary(d.job.Task)
+				}
+				rebuilt = true
 			}
 			if d.claimed {
 				if err := w.owned(d, cur); err != nil {
@@ -1415,6 +1449,9 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		}
 		d.log.Warn("job held or settled by another attempt; leaving it", attrs...)
 		return
+	}
+	if rebuilt {
+		d.log.Warn("the job's state was gone (purged, or the NATS server lost its store); stored again with the outcome", "status", status)
 	}
 	d.ended(string(status))
 	// Only now that the state is final: were the state write to fail after
