@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 )
 
+var utf8BOM = []byte("\ufeff")
+
 // JSONPosition says where in data the JSON syntax error in err's chain
 // (a *json.SyntaxError, whose Offset counts bytes of data) is, as an
 // editor shows it: "line 3, column 27" (columns count characters, from 1).
@@ -27,6 +29,11 @@ func JSONPosition(err error, data []byte) (pos string, ok bool) {
 	before := data[:at]
 	line := bytes.Count(before, []byte("\n")) + 1
 	col := utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:]) + 1
+	if line == 1 && bytes.HasPrefix(data, utf8BOM) && at >= len(utf8BOM) {
+		// A UTF-8 byte order mark (a file saved "UTF-8 with BOM", which
+		// toolcache's loader reads as spaces) is no column in an editor.
+		col--
+	}
 	return fmt.Sprintf("line %d, column %d", line, col), true
 }
 

@@ -63,4 +63,15 @@ func TestInJSONFile(t *testing.T) {
 	if got := cfgerr.InJSONFile(err, filepath.Join(t.TempDir(), "gone.json")); got != err { //nolint:errorlint // returned as it is
 		t.Errorf("InJSONFile of an unreadable file: %q", got)
 	}
+	// A file saved "UTF-8 with BOM": its loader (toolcache.LoadConfig)
+	// reads the mark as three spaces, and an editor does not count it.
+	bom := filepath.Join(t.TempDir(), "bom.json")
+	data = `{"mcpServers": {"a": {"command": "x"},}}`
+	if err := os.WriteFile(bom, []byte("\ufeff"+data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = fmt.Errorf("not valid JSON: %w", json.Unmarshal([]byte("   "+data), &v))
+	if got, want := cfgerr.InJSONFile(err, bom).Error(), "(at line 1, column 39)"; !strings.HasSuffix(got, want) {
+		t.Errorf("InJSONFile of a file with a byte order mark = %q, want it to end %q", got, want)
+	}
 }
