@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/childtest"
@@ -17,6 +20,7 @@ import (
 	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/natstest"
 	"github.com/jetagent/jetagent/internal/reflect"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
@@ -538,5 +542,64 @@ func TestValidationPanicRefusesOnlyThatCall(t *testing.T) {
 				t.Errorf("%d tool.validation_failed events, want 2 (the call and its retry)", n)
 			}
 		})
+	}
+}
+
+// clientSecret is TestClientSecretMaskedInPanic's job's client_secret.
+const clientSecret = "cs-9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+
+// TestClientSecretMaskedInPanic: a client tool's caller (clienttools'
+// Caller, here its OnReject told of a forged answer) panicking with a
+// value that quotes the job's client secret: the loop's masking knows
+// only the ToolSet's secrets, so the Caller masks its own before the
+// loop sees the value. The model, the events, the records and the log
+// get it masked; the log still has the stack of the first panic.
+func TestClientSecretMaskedInPanic(t *testing.T) {
+	t.Parallel()
+	if !childtest.InChild(t, childEnv) {
+		return
+	}
+	ns := natstest.Start(t)
+	worker, forger := natstest.Connect(t, ns), natstest.Connect(t, ns)
+	sub, err := forger.Subscribe(clienttools.Subject(clienttools.DefaultPrefix, "j"), func(m *nats.Msg) { _ = m.Respond([]byte("not an answer")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := forger.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	caller, err := clienttools.NewCaller(worker, "j", clientSecret, clienttools.Options{Timeout: time.Minute, OnReject: func(err error) {
+		panic(fmt.Errorf("the reject log broke (key %s): %w", clientSecret, err))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events
+	var log lockedBuffer
+	cfg := agentloop.Config{Logger: slog.New(slog.NewTextHandler(&log, nil))}
+	s := llmtest.NewServer(t, toolReply(call("ask", `{}`)), textReply("done"))
+	in := agentloop.Input{JobID: "j", Task: "go", Tools: &panicky{}, Mode: agentloop.ModeFull, Sink: &ev,
+		ClientTools:  []clienttools.Decl{{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		ClientCaller: caller.CallText}
+	res, err := newLoop(t, s, cfg).Run(t.Context(), in)
+	if err != nil {
+		t.Fatalf("the job failed: %v", err)
+	}
+	msgs := toolMessages(s.Requests()[1].Messages)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Content, "the call of ask failed inside the worker: the reject log broke (key xxxxx)") {
+		t.Fatalf("tool messages %+v: want the panic's value, masked", msgs)
+	}
+	ev.mu.Lock()
+	shown, err := json.Marshal(map[string]any{"events": ev.all, "records": res.Records, "messages": res.Messages})
+	ev.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(shown, []byte(clientSecret)) {
+		t.Errorf("the events, records or messages hold the client secret: %s", shown)
+	}
+	if l := log.String(); !strings.Contains(l, "recovered a panic") || !strings.Contains(l, "panic_test.go:") || strings.Contains(l, clientSecret) {
+		t.Errorf("the log has no panic with its stack, or holds the client secret: %s", l)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetagent/jetagent/internal/journal"
+	"github.com/jetagent/jetagent/internal/redact"
 	"github.com/jetagent/jetagent/internal/toolcache"
 )
 
@@ -78,6 +79,7 @@ func republishBackOff() *backoff.ExponentialBackOff {
 // ErrArgsTooLarge, or ctx's error when ctx ends first. Answers that fail
 // authentication are ignored (see Options.OnReject) and the wait goes on.
 func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (toolcache.Result, error) {
+	defer c.maskPanic()
 	if !nameRE.MatchString(name) {
 		return toolcache.Result{}, fmt.Errorf("client tool %q: invalid name", name)
 	}
@@ -207,6 +209,20 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 			return toolcache.Result{}, fmt.Errorf("client tool %q: %w (%d bytes > %d)", name, ErrAnswerTooLarge, len(a.Output), c.o.MaxAnswer)
 		}
 		return toolcache.Result{Text: a.Output, IsError: a.IsError}, nil
+	}
+}
+
+// maskPanic is Call's recover (deferred): a panic inside Call (a
+// callback such as OnReject, the NATS client) goes on to whoever recovers
+// it, with the job's secret masked in its value. The loop makes it the
+// call's error and shows the value to the model, the events, the journal
+// and the log, masking only its ToolSet's secrets: a value quoting this
+// one, the key of every MAC of the job, was shown as it was. Panicking
+// again from here keeps the first panic's frames on the stack the loop
+// logs.
+func (c *Caller) maskPanic() {
+	if p := recover(); p != nil {
+		panic(redact.Text(fmt.Sprint(p), redact.Forms(c.secret)))
 	}
 }
 

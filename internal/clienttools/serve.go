@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // Handler runs one client tool for the submitter. A tool failure is
@@ -167,7 +169,10 @@ func (s *responder) handle(ctx context.Context, name string, args json.RawMessag
 		if p == nil {
 			return
 		}
-		v := fmt.Sprint(p)
+		// The answer goes to the worker's model and events: the job's
+		// secret (the handler's closure may hold it) is masked first,
+		// before the cut, which could leave its head.
+		v := redact.Text(fmt.Sprint(p), redact.Forms(s.secret))
 		if len(v) > maxPanicValue {
 			v = strings.ToValidUTF8(v[:maxPanicValue], "") + fmt.Sprintf("... (%d bytes)", len(v))
 		}
