@@ -200,7 +200,7 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 
 	cat, count, err := j.catalog(ctx)
 	if err != nil {
-		return nil, err
+		return nil, j.maskBuildPanic(err)
 	}
 	j.reg = newRegistry(cat)
 	if g, ok := in.Tools.(liveGetter); ok {
@@ -213,14 +213,14 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		j.emit(ctx, EventToolClash, 0, c)
 	}
 	if _, j.fullToks, err = cat.fullTools(count); err != nil {
-		return nil, err
+		return nil, j.maskBuildPanic(err)
 	}
 	if mode == ModeAuto {
 		mode = l.cfg.AutoThresholds.Choose(j.fullToks)
 	}
 	j.mode = mode
 	if j.tools, j.toolToks, err = cat.toolsFor(mode, count); err != nil {
-		return nil, err
+		return nil, j.maskBuildPanic(err)
 	}
 	switch mode {
 	case ModeSearch:
@@ -276,7 +276,14 @@ func (j *job) catalog(ctx context.Context) (*catalog, func([]llm.Tool) (int, err
 	build := func() (*catalog, error) { return j.buildCatalog(resources) }
 	k, ok := j.in.Tools.(catalogKeyer)
 	if !ok {
-		c, err := build()
+		// A listing that panics is the job's error, as a shared build's
+		// is (tokenCache.catalog): on the job's goroutine it failed the
+		// job with the value unmasked, or ended the process.
+		var c *catalog
+		var err error
+		if p := safely(func() { c, err = build() }); p != nil {
+			return nil, nil, p
+		}
 		return c, j.l.tokens.count, err
 	}
 	version, selection := k.CatalogKey()

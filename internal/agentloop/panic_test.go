@@ -603,3 +603,53 @@ func TestClientSecretMaskedInPanic(t *testing.T) {
 		t.Errorf("the log has no panic with its stack, or holds the client secret: %s", l)
 	}
 }
+
+// listingPanicky is secretPanicky whose listing (Tools) panics with a
+// value quoting its secret (a server's URL).
+type listingPanicky struct{ secretPanicky }
+
+func (listingPanicky) Tools() []toolcache.Tool {
+	panic("listing https://u:" + panicSecret + "@tools.example.com broke")
+}
+
+// keyedListingPanicky is listingPanicky naming its catalog's version, as
+// toolcache.View does: its catalog is built once, shared by its jobs.
+type keyedListingPanicky struct{ listingPanicky }
+
+func (keyedListingPanicky) CatalogKey() (uint64, string) { return 1, "all" }
+
+// TestToolsBuildPanicMasked: a panic while a job's tools are built (the
+// ToolSet's listing, for the shared catalog or the job's own) fails the
+// job with an error naming the panic. The shared build's error quoted the
+// value as it was, the ToolSet's secret with it, to the job's reason and
+// events; the job's own build did not recover the panic at all (the
+// process died here; in the worker, the job failed with the value
+// unmasked). Both now fail the job with the value masked by the ToolSet.
+func TestToolsBuildPanicMasked(t *testing.T) {
+	t.Parallel()
+	if !childtest.InChild(t, childEnv) {
+		return
+	}
+	for _, tc := range []struct {
+		name string
+		ts   agentloop.ToolSet
+	}{
+		{"shared catalog", keyedListingPanicky{listingPanicky{secretPanicky{&panicky{}}}}},
+		{"the job's own catalog", listingPanicky{secretPanicky{&panicky{}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.NewServer(t, textReply("done"))
+			_, err := newLoop(t, s, agentloop.Config{}).Run(t.Context(), agentloop.Input{JobID: "j", Task: "go", Tools: tc.ts, Mode: agentloop.ModeFull})
+			if err == nil {
+				t.Fatal("the job succeeded")
+			}
+			if got := err.Error(); strings.Contains(got, panicSecret) || !strings.Contains(got, "building the tools panicked: listing https://u:xxxxx@tools.example.com broke") {
+				t.Errorf("the job's error %q: want the panic, masked", got)
+			}
+			if n := len(s.Requests()); n != 0 {
+				t.Errorf("%d requests to the model", n)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package agentloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -87,6 +88,35 @@ func (j *job) maskSecrets(s string) string {
 		return m.MaskSecrets(s)
 	}
 	return s
+}
+
+// buildPanicError is the error of a build of a job's tools (the catalog:
+// the ToolSet's listing; a mode's tools array and its count) that
+// panicked (safely). A shared build knows no job, and the value can quote
+// what the ToolSet was configured with (a server's URL): each job masks
+// it with its own ToolSet's secrets (maskBuildPanic) before it is the
+// job's error, which goes to the job's reason and events.
+type buildPanicError struct {
+	value any
+	mask  func(string) string // nil: none
+}
+
+func (e *buildPanicError) Error() string {
+	v := fmt.Sprint(e.value)
+	if e.mask != nil {
+		v = e.mask(v)
+	}
+	return "agentloop: building the tools panicked: " + v
+}
+
+// maskBuildPanic is err masked with the job's ToolSet's secrets when it
+// is a build's panic; err otherwise.
+func (j *job) maskBuildPanic(err error) error {
+	var bp *buildPanicError
+	if errors.As(err, &bp) {
+		return &buildPanicError{value: bp.value, mask: j.maskSecrets}
+	}
+	return err
 }
 
 // logger is the loop's logger (Config.Logger, else slog's default).

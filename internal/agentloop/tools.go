@@ -292,11 +292,12 @@ func (m *modeTools) get(build func() []llm.Tool, count func([]llm.Tool) (int, er
 	return m.tools, m.toks, m.err
 }
 
-// safely runs f, returning its panic as an error.
+// safely runs f, returning its panic as an error (a *buildPanicError,
+// which the job masks: maskBuildPanic).
 func safely(f func()) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("agentloop: building the tools panicked: %v", p)
+			err = &buildPanicError{value: p}
 		}
 	}()
 	f()
