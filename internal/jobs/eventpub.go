@@ -279,6 +279,7 @@ func (w *Worker) flushEvents(ctx context.Context, d delivery) {
 	defer cancel()
 	if n, err := d.env.flush(ctx); err != nil {
 		d.log.Error("events not acknowledged", "events", n, "err", err)
+		w.checkAssets() // the events stream may be gone
 	}
 }
 

@@ -4,39 +4,100 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// restoreTopology creates the worker's JetStream assets again when the
-// consumer c (a queue's, or the dead-letterer's) is gone: an operator
-// removed the jobs stream (ensureStream's own advice for a setting that
-// cannot change in place is nats stream rm) or the consumer, or a
-// nats-server came back without its store. Before, the worker asked the
-// missing consumer for jobs every FetchWait for ever, logging "fetch
-// failed", while submitters were told the stream did not exist ("is a
-// worker running?"). It is called after a fetch failed; a consumer that
-// is there, or a JetStream that does not answer (a restart, a cluster
-// electing a leader), leaves everything as it is: the fetch is tried
-// again. The handles in w.topo stay valid: they name their assets.
+// DefaultAssetCheck is how often a worker looks for its streams and
+// buckets (one request listing the account's stream names).
+const DefaultAssetCheck = 10 * time.Second
+
+// restoreTopology creates the worker's JetStream assets again when one is
+// gone: the consumer c (a queue's, or the dead-letterer's; nil: none to
+// ask about) or any stream or bucket. An operator removed it (ensureStream's
+// own advice for a setting that cannot change in place is nats stream rm;
+// nats kv del, nats consumer rm), or a nats-server came back without its
+// store. Before, a worker whose jobs stream or consumer was gone asked
+// for jobs every FetchWait for ever, logging "fetch failed", one whose
+// state bucket was gone handed every job back until its deliveries ran
+// out, and submitters were told a stream did not exist ("is a worker
+// running?"). A JetStream that does not answer (a restart, a cluster
+// electing a leader) leaves everything as it is. The handles in w.topo
+// stay valid: they name their assets.
 func (w *Worker) restoreTopology(ctx context.Context, c jetstream.Consumer) {
-	w.restoreMu.Lock() // the queues' loops and the dead-letterer may all see it
+	w.restoreMu.Lock() // the queues' loops, the dead-letterer and assetLoop may all see it
 	defer w.restoreMu.Unlock()
-	if !consumerGone(ctx, c) {
+	gone := w.missingStreams(ctx)
+	if c != nil && consumerGone(ctx, c) {
+		gone = append(gone, "consumer "+c.CachedInfo().Name)
+	}
+	if len(gone) == 0 {
 		return
 	}
-	name := c.CachedInfo().Name
 	w.log.Warn("a JetStream asset of the worker is gone (removed, or the NATS server lost its store): creating the streams, buckets and consumers again",
-		"consumer", name)
+		"gone", gone)
 	logf := func(f string, a ...any) { w.log.Warn(fmt.Sprintf(f, a...)) }
 	if _, err := EnsureTopology(ctx, w.topo.JS, w.cfg.Topology, logf); err != nil {
 		if ctx.Err() == nil {
-			w.log.Error("could not create the JetStream assets again; trying again after the next failed fetch", "err", err)
+			w.log.Error("could not create the JetStream assets again; trying again at the next check", "err", err)
 		}
 		return
 	}
-	w.log.Info("JetStream assets created again", "consumer", name)
+	w.log.Info("JetStream assets created again", "gone", gone)
+}
+
+// missingStreams names the streams of the worker's assets that the server
+// does not list (nil when it cannot be asked: nothing is known missing).
+func (w *Worker) missingStreams(ctx context.Context) []string {
+	n := w.names
+	want := map[string]bool{
+		n.JobsStream(): true, n.EventsStream(): true, n.DLQStream(): true, n.AdvisoryStream(): true,
+		"KV_" + n.StateBucket(): true, "KV_" + n.JournalBucket(): true, "OBJ_" + n.TranscriptBucket(): true,
+	}
+	lctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	l := w.topo.JS.StreamNames(lctx)
+	for name := range l.Name() {
+		delete(want, name)
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(want))
+}
+
+// assetLoop looks for the worker's assets every AssetCheck, and when an
+// operation of the worker failed in a way a missing asset explains
+// (checkAssets): a stream removed while no job ran is back before a
+// submitter needs it.
+func (w *Worker) assetLoop(ctx context.Context) {
+	var tick <-chan time.Time
+	if w.cfg.AssetCheck > 0 {
+		t := time.NewTicker(w.cfg.AssetCheck)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		case <-w.checkNow:
+		}
+		w.restoreTopology(ctx, nil)
+	}
+}
+
+// checkAssets has assetLoop look for the worker's assets now (without
+// waiting: a check already asked for will do).
+func (w *Worker) checkAssets() {
+	select {
+	case w.checkNow <- struct{}{}:
+	default:
+	}
 }
 
 // consumerGone reports whether the server says c or its stream does not

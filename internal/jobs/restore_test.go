@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,26 +22,52 @@ import (
 // that ended job and acknowledged unrun).
 func TestTopologyRestored(t *testing.T) {
 	t.Parallel()
+	deleteStream := func(name func(Names) string) func(ctx context.Context, js jetstream.JetStream, n Names) error {
+		return func(ctx context.Context, js jetstream.JetStream, n Names) error { return js.DeleteStream(ctx, name(n)) }
+	}
 	for _, tt := range []struct {
 		name   string
 		remove func(ctx context.Context, js jetstream.JetStream, n Names) error
+		// check is the worker's AssetCheck: 0 for the default (10 s, so the
+		// fetch that failed or the job's failed claim finds the loss)
+		check time.Duration
 	}{
 		{"jobs stream", func(ctx context.Context, js jetstream.JetStream, n Names) error {
 			return js.DeleteStream(ctx, n.JobsStream())
-		}},
+		}, 0},
 		{"queue consumer", func(ctx context.Context, js jetstream.JetStream, n Names) error {
 			return js.DeleteConsumer(ctx, n.JobsStream(), n.Consumer(DefaultQueue))
-		}},
+		}, 0},
 		{"dead-letterer's consumer", func(ctx context.Context, js jetstream.JetStream, n Names) error {
 			return js.DeleteConsumer(ctx, n.AdvisoryStream(), n.AdvisoryConsumer())
-		}},
+		}, 0},
+		// Removed while no job runs: the periodic look finds them
+		// (nats kv del AGENT_STATE, nats stream rm AGENT_EVENTS, ...).
+		{"state bucket", func(ctx context.Context, js jetstream.JetStream, n Names) error {
+			return js.DeleteKeyValue(ctx, n.StateBucket())
+		}, 50 * time.Millisecond},
+		// Found by the job's claim, which failed: handed back, the job
+		// came back to a state bucket that was still gone until its
+		// deliveries ran out.
+		{"state bucket, no periodic look", func(ctx context.Context, js jetstream.JetStream, n Names) error {
+			return js.DeleteKeyValue(ctx, n.StateBucket())
+		}, -1},
+		{"events stream", deleteStream(Names.EventsStream), 50 * time.Millisecond},
+		{"dead-letter stream", deleteStream(Names.DLQStream), 50 * time.Millisecond},
+		{"advisories stream", deleteStream(Names.AdvisoryStream), 50 * time.Millisecond},
+		{"journal bucket", func(ctx context.Context, js jetstream.JetStream, n Names) error {
+			return js.DeleteKeyValue(ctx, n.JournalBucket())
+		}, 50 * time.Millisecond},
+		{"transcripts bucket", func(ctx context.Context, js jetstream.JetStream, n Names) error {
+			return js.DeleteObjectStore(ctx, n.TranscriptBucket())
+		}, 50 * time.Millisecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := startServer(t)
 			nc := natstest.Connect(t, s)
 			logs, logger := newRecordLog()
-			startWorker(t, nc, Config{Runner: newTestRunner(), UnservedCheck: -1, Logger: logger})
+			startWorker(t, nc, Config{Runner: newTestRunner(), UnservedCheck: -1, AssetCheck: tt.check, Logger: logger})
 			c := newClient(t, nc)
 			ctx := natstest.Context(t)
 			js := c.topo.JS
@@ -59,16 +86,22 @@ func TestTopologyRestored(t *testing.T) {
 			if err := tt.remove(ctx, js, c.names); err != nil {
 				t.Fatal(err)
 			}
+			var second uint64
+			if tt.check < 0 {
+				second = publish("second") // its claim finds the loss
+			}
 			if _, err := logs.wait(ctx, "JetStream assets created again"); err != nil {
 				t.Fatal(err)
 			}
-			second := publish("second")
+			if tt.check >= 0 {
+				second = publish("second")
+			}
 			if second == first {
 				t.Fatalf("the recreated stream gave the second job the first one's sequence %d", first)
 			}
 			st := waitStatus(t, c, GeneratedID(second))
-			if st.Status != StatusSucceeded || st.Result == nil || st.Result.Answer != "second" {
-				t.Fatalf("second job (%s): %+v; want it run", GeneratedID(second), st)
+			if st.Status != StatusSucceeded || st.Result == nil || st.Result.Answer != "second" || st.Result.Transcript == "" {
+				t.Fatalf("second job (%s): %+v; want it run, its transcript stored", GeneratedID(second), st)
 			}
 		})
 	}

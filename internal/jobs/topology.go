@@ -594,7 +594,7 @@ func OpenTopology(ctx context.Context, js jetstream.JetStream, n Names) (*Topolo
 			// No JetStream API on the server: no worker could have run there.
 			return fmt.Errorf("%s: %w (is JetStream enabled on the NATS server? nats-server -js, or jetstream {} in its config)", what, err)
 		}
-		return fmt.Errorf("%s: %w; is a worker running? it creates the streams and buckets at start", what, err)
+		return fmt.Errorf("%s: %w; is a worker running? it creates the streams and buckets at start, and again within seconds when one is removed", what, err)
 	}
 	if t.Jobs, err = js.Stream(ctx, n.JobsStream()); err != nil {
 		return nil, fail("stream "+n.JobsStream(), err)

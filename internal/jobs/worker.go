@@ -103,6 +103,10 @@ type Config struct {
 	// queues no worker serves, and logs them (default DefaultUnservedCheck;
 	// negative: never).
 	UnservedCheck time.Duration
+	// AssetCheck is how often the worker looks for its streams and buckets
+	// and creates again those that are gone (default DefaultAssetCheck;
+	// negative: only after an operation of the worker failed).
+	AssetCheck time.Duration
 	// StartTimeout bounds how long Run retries its first topology setup
 	// while JetStream does not answer (the server away or restarting, a
 	// cluster without a leader yet); 0: until Run's context ends. Errors a
@@ -128,7 +132,8 @@ type Worker struct {
 	mu      sync.Mutex
 	running map[string]*runningAttempt
 
-	restoreMu sync.Mutex // one restoreTopology at a time
+	restoreMu sync.Mutex    // one restoreTopology at a time
+	checkNow  chan struct{} // nudges assetLoop (checkAssets)
 
 	hbFault heartbeatFault // tests only
 	backlog backlogLimits  // tests only: an attempt's event backlog (zero: the defaults)
@@ -152,6 +157,7 @@ func (c Config) WithDefaults() Config {
 		{&c.JobTimeout, DefaultJobTimeout},
 		{&c.FetchWait, DefaultFetchWait},
 		{&c.UnservedCheck, DefaultUnservedCheck},
+		{&c.AssetCheck, DefaultAssetCheck},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def
@@ -261,10 +267,11 @@ func NewWorker(cfg Config) (*Worker, error) {
 	}
 	return &Worker{
 		cfg: cfg, names: names, v: v,
-		log:     log.With("worker", cfg.WorkerID),
-		sem:     make(chan struct{}, cfg.Concurrency),
-		ready:   make(chan struct{}),
-		running: map[string]*runningAttempt{},
+		log:      log.With("worker", cfg.WorkerID),
+		sem:      make(chan struct{}, cfg.Concurrency),
+		ready:    make(chan struct{}),
+		running:  map[string]*runningAttempt{},
+		checkNow: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -357,6 +364,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	loops.Go(func() { w.deadLetterLoop(ctx) })
 	loops.Go(func() { w.unservedLoop(ctx) })
+	loops.Go(func() { w.assetLoop(ctx) })
 	w.log.Info("worker ready", "queues", w.cfg.Topology.Queues, "concurrency", w.cfg.Concurrency)
 	close(w.ready)
 
@@ -968,6 +976,7 @@ func (w *Worker) run(d delivery) {
 			// delay a full store spent a job's deliveries in seconds.
 			delay := w.retryDelay(d.deliveries)
 			d.log.Error("claim failed; handing the job back", "err", err, "in", delay)
+			w.checkAssets() // the state bucket may be gone
 			_ = d.msg.NakWithDelay(delay)
 			return
 		}
@@ -1352,6 +1361,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	if transcripts != nil {
 		if err := transcripts(ctx); err != nil {
 			d.log.Error("transcript store failed", "err", err)
+			w.checkAssets()
 		} else {
 			res.Transcript = TranscriptName(d.id)
 		}
@@ -1436,6 +1446,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		// rather than after its ack wait; the next attempt resumes from
 		// the journal, which is kept.
 		d.log.Error("final state could not be stored; handing the job back", "status", status, "err", err)
+		w.checkAssets()
 		if nerr := d.msg.NakWithDelay(w.cfg.RetryDelay); nerr != nil {
 			d.log.Warn("nak failed; the job comes back after its ack wait", "err", nerr)
 		}
@@ -1451,7 +1462,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		return
 	}
 	if rebuilt {
-		d.log.Warn("the job's state was gone (purged, or the NATS server lost its store); stored again with the outcome", "status", status)
+		d.log.Warn("the job's state was gone (purged, its bucket removed, or the NATS server lost its store); stored again with the outcome", "status", status)
 	}
 	d.ended(string(status))
 	// Only now that the state is final: were the state write to fail after
@@ -1461,6 +1472,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 	w.forgetProgress(ctx, d, d.env.checkpointObject.Load())
 	if err := d.env.Emit(ctx, string(status), 0, res); err != nil {
 		d.log.Error("event publish failed", "err", err)
+		w.checkAssets() // the events stream may be gone
 	}
 	// The terminal event is published before the ack, on the same
 	// connection, so the server stores it first. Neither holds the slot:
