@@ -22,12 +22,16 @@ import (
 // (text only), pass as before.
 func TestStructuredResultCheckedAgainstOutputSchema(t *testing.T) {
 	t.Parallel()
-	const outSchema = `{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}`
+	const outSchema = `{"type":"object","properties":{"n":{"type":"number","minimum":0}},"required":["n"]}`
 	s := server.NewMCPServer("counts", "1.0.0", server.WithToolCapabilities(true))
 	for name, structured := range map[string]any{
 		"count_good": map[string]any{"n": 3},
 		"count_bad":  map[string]any{"n": "x"},
 		"count_text": nil,
+		// math/big refuses the exponent and the schema library's minimum
+		// compares its nil *big.Rat: the check panicked, and the call's
+		// result was "failed inside the worker", what the tool sent lost.
+		"count_huge": json.RawMessage(`{"n":1e-1000001}`),
 	} {
 		tool := mcp.NewTool(name, mcp.WithDescription("Count."), mcp.WithRawOutputSchema(json.RawMessage(outSchema)))
 		s.AddTool(tool, func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -47,6 +51,8 @@ func TestStructuredResultCheckedAgainstOutputSchema(t *testing.T) {
 		{"conforming", agentloop.ModeFull, "count_good", `{"n":3}`},
 		{"text only", agentloop.ModeFull, "count_text", "three"},
 		{"not conforming", agentloop.ModeFull, "count_bad", "Error: the result of count_bad does not match the tool's outputSchema:\n- at '/n': got string, want number\nWhat the tool sent: {\"n\":\"x\"}"},
+		{"not checkable", agentloop.ModeFull, "count_huge", "Error: the result of count_huge could not be checked against the tool's outputSchema:\n- the schema library failed checking its structuredContent (\"runtime error: "},
+		{"not checkable, what was sent", agentloop.ModeFull, "count_huge", "What the tool sent: {\"n\":1e-1000001}"},
 		{"code, conforming", agentloop.ModeCode, "return (await tools.count_good({})).n + 1", "4"},
 		{"code, not conforming", agentloop.ModeCode, "try { await tools.count_bad({}) } catch (e) { return 'caught: ' + e.message }", "caught: the result of count_bad does not match the tool's outputSchema"},
 	} {

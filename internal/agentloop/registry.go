@@ -327,16 +327,22 @@ func (e *entry) checkOutput(r toolcache.Result) toolcache.Result {
 		return r
 	}
 	var why []string
+	verdict := "does not match"
 	if v, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.Structured)); err != nil {
 		why = []string{"its structuredContent is not valid JSON: " + err.Error()}
-	} else if err := e.outSchema.Validate(v); err != nil {
+	} else if p, err := validateOutput(e.outSchema, v); p != nil {
+		// The tool ran: what it sent is kept below, not lost to a
+		// recovered panic's "failed inside the worker".
+		verdict = "could not be checked against"
+		why = []string{"the schema library failed checking its structuredContent (" + quoteHead(fmt.Sprint(p)) + ")"}
+	} else if err != nil {
 		why = violations(err)
 	}
 	if len(why) == 0 {
 		return r
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Error: the result of %s does not match the tool's outputSchema:\n", e.tool.Name)
+	fmt.Fprintf(&b, "Error: the result of %s %s the tool's outputSchema:\n", e.tool.Name, verdict)
 	for _, w := range why {
 		fmt.Fprintf(&b, "- %s\n", w)
 	}
@@ -423,6 +429,13 @@ func validateSafe(sch *jsonschema.Schema, v any) (err error) {
 		}
 	}()
 	return sch.Validate(v)
+}
+
+// validateOutput is sch.Validate(v) with the schema library's panic
+// returned (a number math/big refuses, as in validateSafe).
+func validateOutput(sch *jsonschema.Schema, v any) (p any, err error) {
+	defer func() { p = recover() }()
+	return nil, sch.Validate(v)
 }
 
 // violations are a validation error's, one line each, sorted and bounded;
