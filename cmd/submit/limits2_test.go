@@ -76,6 +76,11 @@ func TestTimeoutFlagWithoutEffect(t *testing.T) {
 		{[]string{"--file", "tasks.jsonl", "--timeout", "0ms"}, "--timeout must be positive (got 0ms)"},
 		{[]string{"--timeout", "2562048h", "echo:x"},
 			"--timeout 2562048h is longer than a duration can be (at most 2562047h0m0s); leave it out for the worker's default"},
+		// Refused by the job schema's pattern, exit 1, naming '/timeout'
+		// rather than the flag and the missing unit.
+		{[]string{"--timeout", "5", "echo:x"}, `--timeout "5" is not a duration: give a number with a unit (ns, us, ms, s, m, h)`},
+		{[]string{"--timeout", "5 m", "echo:x"}, `--timeout "5 m" is not a duration`},
+		{[]string{"--file", "tasks.jsonl", "--timeout", "+5s"}, `--timeout "+5s" is not a duration`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Parallel()

@@ -203,6 +203,11 @@ func (f *jobFlags) check() error {
 		case err != nil && timeoutSyntax.MatchString(f.timeout):
 			return usagef("--timeout %s is longer than a duration can be (at most %s); leave it out for the worker's default",
 				f.timeout, time.Duration(math.MaxInt64).Truncate(time.Hour))
+		case !timeoutSyntax.MatchString(f.timeout) && f.timeout != "":
+			// "--timeout 5" was refused by the job schema's pattern at
+			// '/timeout', exit 1, not naming the flag or the unit it lacks.
+			return usagef("--timeout %q is not a duration: give a number with a unit (ns, us, ms, s, m, h), such as 90s, 5m or 1h30m",
+				f.timeout)
 		}
 	}
 	for _, fl := range []struct{ name, value, instead string }{
