@@ -526,6 +526,7 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, 
 		fmt.Fprintf(c.stderr, "job %s\n", id)
 	}
 	events := 0
+	stopOwner := c.watchOwner(cl, id)
 	st, err := cl.Watch(c.ctx, id, func(ev jobs.Event) {
 		events++
 		if asJSON {
@@ -534,6 +535,7 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, 
 		}
 		fmt.Fprintln(c.stderr, formatEvent(ev))
 	})
+	stopOwner()
 	if err != nil {
 		if c.ctx.Err() != nil {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), 5*time.Second)

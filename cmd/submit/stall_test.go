@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/natstest"
+)
+
+// TestSilentWorkerReported: a job whose worker was killed mid-job (kill -9)
+// stays "running" in its state until the ack wait hands it to another
+// worker; with none, submit and watch waited in silence for ever (seen on a
+// stock nats-server). Following such a job now says, once, that its worker
+// does not answer and what happens to the job; a job whose worker answers
+// gets no such line.
+func TestSilentWorkerReported(t *testing.T) {
+	nc, _ := startWorker(t)
+	ctx := natstest.Context(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "AGENT_STATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const notice = "does not answer: it may have stopped"
+
+	t.Run("worker gone", func(t *testing.T) {
+		t.Parallel()
+		// What a worker killed mid-job leaves: its running state, and
+		// nothing answering for the job.
+		st := `{"id":"killed-1","queue":"default","status":"running","attempt":2,"worker":"gone-w","task":"x"}`
+		if _, err := kv.Put(ctx, "killed-1", []byte(st)); err != nil {
+			t.Fatal(err)
+		}
+		runCtx, interrupt := context.WithCancel(context.Background())
+		defer interrupt()
+		stderr := newWatchBuffer(notice)
+		done := runAsync(runCtx, stderr, "watch", "killed-1")
+		select {
+		case <-stderr.seen:
+		case res := <-done:
+			t.Fatalf("watch ended first: %+v", res)
+		case <-time.After(aliveEvery + time.Minute):
+			t.Fatalf("no notice of the silent worker:\n%s", stderr.String())
+		}
+		interrupt()
+		res := <-done
+		want := "submit: worker gone-w running job killed-1 (attempt 2) does not answer: it may have stopped. " +
+			"The job is not lost: after the ack wait (JETAGENT_ACK_WAIT) a worker of queue default runs it again"
+		if res.code != 1 || !strings.Contains(res.stderr, want) || strings.Count(res.stderr, notice) != 1 {
+			t.Errorf("want exit 1 and once %q\ngot %+v", want, res)
+		}
+	})
+
+	t.Run("worker answers", func(t *testing.T) {
+		t.Parallel()
+		runCtx, interrupt := context.WithCancel(context.Background())
+		defer interrupt()
+		stderr := newWatchBuffer("blocking")
+		done := runAsync(runCtx, stderr, "--id", "alive-1", "block")
+		select {
+		case <-stderr.seen:
+		case res := <-done:
+			t.Fatalf("submit ended first: %+v", res)
+		case <-time.After(time.Minute):
+			t.Fatalf("the job did not start:\n%s", stderr.String())
+		}
+		// Past two liveness requests, each answered by the worker.
+		time.Sleep(2*aliveEvery + aliveWait)
+		if res := submitCmd(t, "", "cancel", "alive-1"); res.code != 0 {
+			t.Errorf("cancel: %+v", res)
+		}
+		res := <-done
+		if strings.Contains(res.stderr, notice) || !strings.Contains(res.stderr, "cancelled") {
+			t.Errorf("a live worker reported silent, or no cancel: %+v", res)
+		}
+	})
+}
