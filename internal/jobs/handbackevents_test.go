@@ -43,7 +43,10 @@ func TestHandBackWithoutStateKeepsItsEvents(t *testing.T) {
 		return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
 	})
 	rec, log := newRecordLog()
-	startWorker(t, nc, Config{Runner: runner, WorkerID: "w1", Logger: log, Topology: topo})
+	// No periodic look for gone assets: made again while the hand-back's
+	// write was retried, the bucket held no state and the hand-back took
+	// the rebuilt path (TestHandBackWhenTheStateIsGone), which CI saw once.
+	startWorker(t, nc, Config{Runner: runner, WorkerID: "w1", Logger: log, Topology: topo, AssetCheck: -1})
 	c := newClient(t, nc)
 	const id = "hb-1"
 	if _, err := c.Submit(ctx, &Job{ID: id, Task: "x"}); err != nil {
@@ -60,9 +63,12 @@ func TestHandBackWithoutStateKeepsItsEvents(t *testing.T) {
 	if _, err := rec.wait(ctx, "state could not be stored; handing the job back all the same"); err != nil {
 		t.Fatal(err)
 	}
-	// The worker creates the bucket again (the failed state write nudges
-	// its look for gone assets) and the next delivery, which comes once
-	// the first was handed back, ends the job.
+	// The next delivery's claim fails and nudges the worker's look for
+	// gone assets: the bucket is made again, and a later delivery ends
+	// the job.
+	if _, err := rec.wait(ctx, "JetStream assets created again"); err != nil {
+		t.Fatal(err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	st, err := c.states.wait(wctx, id, func(s *State) bool { return s.Status.Terminal() })

@@ -2,12 +2,15 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -132,5 +135,59 @@ func TestOutcomeKeptWhenTheStateIsGone(t *testing.T) {
 	st := waitStatus(t, c, id)
 	if st.Status != StatusSucceeded || st.Result == nil || st.Result.Answer != "purged" || st.Attempt != 1 || st.StreamSeq == 0 {
 		t.Fatalf("state %+v; want succeeded with the answer, attempt 1 and the message's sequence", st)
+	}
+}
+
+// TestHandBackWhenTheStateIsGone: a running job handed back (a retryable
+// error) after its state was purged under it stores a new state, queued,
+// and its retry event goes out before the delivery goes back. Before, the
+// missing state was taken for another attempt's hold: the delivery was
+// left, without its retry event, to come back only after its ack wait.
+func TestHandBackWhenTheStateIsGone(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	release := make(chan struct{})
+	runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
+		if env.Attempt() == 1 {
+			<-release
+			return nil, Retryable(errors.New("provider overloaded"))
+		}
+		return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
+	})
+	rec, log := newRecordLog()
+	// An ack wait no test waits out: without the fix the job comes back
+	// only after it.
+	startWorker(t, nc, Config{Runner: runner, Logger: log, UnservedCheck: -1,
+		Topology: TopologyConfig{AckWait: 10 * time.Minute}})
+	c := newClient(t, nc)
+	ctx := natstest.Context(t)
+	const id = "purged-then-retried"
+	if _, err := c.Submit(ctx, &Job{ID: id, Task: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.wait(ctx, "job started"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.topo.State.Purge(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	st := waitStatus(t, c, id)
+	if st.Status != StatusSucceeded || st.Attempt != 2 {
+		t.Fatalf("state %+v; want succeeded by attempt 2", st)
+	}
+	var types []string
+	for _, m := range streamMsgs(t, nc, c.names.EventsStream(), c.names.EventsFilter(id)) {
+		var ev Event
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Attempt == 1 {
+			types = append(types, ev.Type)
+		}
+	}
+	if len(types) == 0 || types[len(types)-1] != EventRetry {
+		t.Errorf("attempt 1's events %v do not end with its %s", types, EventRetry)
 	}
 }

@@ -1387,12 +1387,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 				// The outcome gets a new state: it was logged as "held or
 				// settled by another attempt" and lost, the events alone
 				// showing it (a later attempt makes a state of its own).
-				cur = &State{ID: d.id, Queue: d.queue, Status: StatusRunning, Attempt: d.attempt, Worker: w.cfg.WorkerID,
-					StreamSeq: d.seq, CreatedAt: d.started.UTC(), StartedAt: d.started.UTC()}
-				if d.job != nil {
-					cur.Task = summary(d.job.Task)
-				}
-				rebuilt = true
+				cur, rebuilt = w.stateAgain(d), true
 			}
 			if d.claimed {
 				if err := w.owned(d, cur); err != nil {
@@ -1561,6 +1556,17 @@ func (w *Worker) storeTranscripts(d delivery, out *Outcome, finished time.Time) 
 	}
 }
 
+// stateAgain is the state of a job claimed by d whose state is gone
+// under it, as d's claim wrote it.
+func (w *Worker) stateAgain(d delivery) *State {
+	st := &State{ID: d.id, Queue: d.queue, Status: StatusRunning, Attempt: d.attempt, Worker: w.cfg.WorkerID,
+		StreamSeq: d.seq, CreatedAt: d.started.UTC(), StartedAt: d.started.UTC()}
+	if d.job != nil {
+		st.Task = summary(d.job.Task)
+	}
+	return st
+}
+
 // handBack returns a running job to the queue (state queued) after delay.
 // A job whose cancel was requested is settled cancelled instead: it has
 // stopped, as asked (a cancel that came once the shutdown grace was over
@@ -1570,11 +1576,21 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 	ctx, cancel := opContext()
 	defer cancel()
 	var seen *State
+	rebuilt := false
 	_, err := w.states.updateRetried(context.WithoutCancel(ctx), d.id, func(cur *State) (*State, error) {
 		seen = cur
 		if cur != nil && cur.Status == StatusQueued && cur.Error == why && cur.Attempt == d.attempt &&
 			cur.Worker == w.cfg.WorkerID && cur.StreamSeq == d.seq {
 			return nil, nil // an earlier try stored it; its answer was lost
+		}
+		rebuilt = false
+		if d.claimed && cur == nil {
+			// Gone under this attempt (as in settle): taken for another
+			// attempt's hold, the delivery was left without its retry
+			// event, to come back only after its ack wait. Seen when the
+			// worker made a removed state bucket again while this write
+			// was being retried.
+			cur, rebuilt = w.stateAgain(d), true
 		}
 		if err := w.owned(d, cur); err != nil {
 			return nil, err
@@ -1620,6 +1636,9 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 		}
 		d.log.Warn("job held or settled by another attempt; leaving it", attrs...)
 		return
+	}
+	if rebuilt {
+		d.log.Warn("the job's state was gone (purged, its bucket removed, or the NATS server lost its store); stored again, queued", "why", why)
 	}
 	if eventType == EventRequeued {
 		d.ended("requeued")
