@@ -2,10 +2,15 @@ package jobs
 
 import (
 	"fmt"
+	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // NATSConfig is how to reach NATS. Its envconfig tags are the variables the
@@ -35,6 +40,47 @@ func (c NATSConfig) Validate() error {
 		return fmt.Errorf("%w: NATS_PASSWORD is set but NATS_USER is not", ErrConfig)
 	case (c.Cert == "") != (c.Key == ""):
 		return fmt.Errorf("%w: NATS_CERT and NATS_KEY must be set together", ErrConfig)
+	}
+	return checkURLs(c.URL)
+}
+
+// checkURLs refuses NATS_URL values nats.go would take and never reach:
+// it dials any scheme but tls, ws and wss as plain nats (htp://, a typo,
+// connected; http:// pointed at a web server was retried for ever as
+// unreachable), and a port out of range, or a list of commas alone, was
+// retried as if the server were down.
+func checkURLs(servers string) error {
+	if servers == "" {
+		return nil
+	}
+	n := 0
+	for _, raw := range strings.Split(servers, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		n++
+		shown := redact.URL(raw)
+		if !strings.Contains(raw, "://") {
+			raw = "nats://" + raw // as nats.go reads it
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue // nats.go's own error names it (redacted), at once
+		}
+		switch u.Scheme {
+		case "nats", "tls", "ws", "wss":
+		default:
+			return fmt.Errorf("%w: NATS_URL %q: scheme %q is not nats, tls, ws or wss", ErrConfig, shown, u.Scheme)
+		}
+		if p := u.Port(); p != "" {
+			if port, err := strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+				return fmt.Errorf("%w: NATS_URL %q: port %s is not between 1 and 65535", ErrConfig, shown, p)
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: NATS_URL %q holds no URL", ErrConfig, servers)
 	}
 	return nil
 }

@@ -171,12 +171,22 @@ func TestNATSConfigValidate(t *testing.T) {
 		{"password alone", NATSConfig{Password: "p"}, "NATS_PASSWORD is set but NATS_USER is not"},
 		{"cert without key", NATSConfig{Cert: "c.pem"}, "NATS_CERT and NATS_KEY must be set together"},
 		{"key without cert", NATSConfig{Key: "k.pem"}, "NATS_CERT and NATS_KEY must be set together"},
+		// nats.go dials any other scheme as nats: a typo connected, or was
+		// retried for ever as unreachable.
+		{"scheme typo", NATSConfig{URL: "htp://127.0.0.1:1"}, `NATS_URL "htp://127.0.0.1:1": scheme "htp" is not nats, tls, ws or wss`},
+		{"http", NATSConfig{URL: "nats://127.0.0.1:1, http://127.0.0.1:1"}, `scheme "http" is not nats, tls, ws or wss`},
+		{"credentials not shown", NATSConfig{URL: "htps://me:s3cr3tpass@127.0.0.1:1"}, `NATS_URL "htps://me:xxxxx@127.0.0.1:1"`},
+		{"port out of range", NATSConfig{URL: "127.0.0.1:99999"}, `NATS_URL "127.0.0.1:99999": port 99999 is not between 1 and 65535`},
+		{"port zero", NATSConfig{URL: "nats://127.0.0.1:0"}, "port 0 is not between 1 and 65535"},
+		{"commas alone", NATSConfig{URL: " , ,"}, `NATS_URL " , ," holds no URL`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			// Refused before dialing: the URL points nowhere.
-			tt.cfg.URL = "nats://127.0.0.1:1"
+			if tt.cfg.URL == "" {
+				tt.cfg.URL = "nats://127.0.0.1:1"
+			}
 			_, err := tt.cfg.Connect("x")
 			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
