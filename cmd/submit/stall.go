@@ -22,7 +22,8 @@ const aliveWait = 2 * time.Second
 // watchOwner tells the user, once an attempt, when the worker its state
 // names stops answering for a running job: a worker killed mid-job left
 // submit waiting in silence, for ever when no other worker came, with a
-// job the state still called running. It returns a stop function that
+// job the state still called running. A queued job while no worker runs
+// at all is told once too (until a worker comes). It returns a stop function that
 // waits for its goroutine.
 func (c *cli) watchOwner(cl *jobs.Client, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(c.ctx)
@@ -30,7 +31,8 @@ func (c *cli) watchOwner(cl *jobs.Client, id string) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		told := 0 // the attempt already reported
+		told := 0         // the attempt already reported
+		toldIdle := false // no worker at all, reported
 		tick := time.NewTicker(aliveEvery)
 		defer tick.Stop()
 		for {
@@ -38,6 +40,15 @@ func (c *cli) watchOwner(cl *jobs.Client, id string) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+			}
+			if st, none, ok := c.noWorker(ctx, cl, id); ok {
+				if none && !toldIdle {
+					fmt.Fprintf(c.stderr, "submit: no worker is running (none answers on %s): job %s waits queued until a worker "+
+						"of queue %s starts (submit goes on waiting; Ctrl-C stops following, not the job)\n",
+						cl.Names().AliveWildcard(), id, queueOf(st))
+				}
+				toldIdle = none // told again after workers come and go
+				continue
 			}
 			st, ok := c.silentOwner(ctx, cl, id)
 			if !ok || st.Attempt == told {
@@ -72,6 +83,30 @@ func (c *cli) silentOwner(ctx context.Context, cl *jobs.Client, id string) (*job
 		return nil, false
 	}
 	return now, true
+}
+
+// noWorker reports, for a queued job, whether no worker at all is
+// running: every worker subscribes to the liveness requests, so one for
+// the job is told at once that nothing listens (a queued job's own is
+// not answered even by a live worker, which runs other jobs or none).
+// A job that waits on a queue no live worker serves while others run is
+// not told apart: the workers' queues are not known here. ok is false
+// when the job is not queued or nothing could be told.
+func (c *cli) noWorker(ctx context.Context, cl *jobs.Client, id string) (st *jobs.State, none, ok bool) {
+	st, err := cl.Status(ctx, id)
+	if err != nil || st.Status != jobs.StatusQueued || c.nc == nil || !c.nc.IsConnected() {
+		return nil, false, false
+	}
+	rctx, cancel := context.WithTimeout(ctx, aliveWait)
+	_, err = c.nc.RequestWithContext(rctx, cl.Names().AliveSubject(id), nil)
+	cancel()
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return st, true, true
+	case ctx.Err() != nil || !c.nc.IsConnected():
+		return nil, false, false
+	}
+	return st, false, true
 }
 
 func queueOf(st *jobs.State) string {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/jobs/jobstest"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -81,4 +83,59 @@ func TestSilentWorkerReported(t *testing.T) {
 			t.Errorf("a live worker reported silent, or no cancel: %+v", res)
 		}
 	})
+}
+
+// TestNoWorkerReported: a job submitted while no worker runs (all stopped,
+// or killed) waited queued in silence; following it now says, once, that
+// no worker is running, and the job runs when one starts.
+func TestNoWorkerReported(t *testing.T) {
+	s, err := jobs.StartEmbedded(jobs.EmbeddedConfig{DataDir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	nc := natstest.Connect(t, s)
+	t.Setenv("NATS_URL", s.ClientURL())
+	// A worker that served the queue and stopped: the queue's consumer
+	// stays, so submit's "no worker has served queue" is not what tells.
+	cfg := jobs.Config{Conn: nc, Runner: &echoRunner{runs: map[string]int{}}, WorkerID: "gone", ShutdownGrace: time.Second}
+	w, err := jobs.NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatalf("worker did not start: %v", err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	const notice = "submit: no worker is running (none answers on agent.alive.*): job idle-1 waits queued until a worker of queue default starts"
+	runCtx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	stderr := newWatchBuffer(notice)
+	res := runAsync(runCtx, stderr, "--id", "idle-1", "hello")
+	select {
+	case <-stderr.seen:
+	case r := <-res:
+		t.Fatalf("submit ended first: %+v", r)
+	case <-time.After(aliveEvery + time.Minute):
+		t.Fatalf("no notice of the missing worker:\n%s", stderr.String())
+	}
+	cfg.WorkerID = "back"
+	jobstest.RunWorker(t, cfg)
+	select {
+	case r := <-res:
+		if r.code != 0 || strings.Count(r.stderr, "no worker is running") != 1 {
+			t.Errorf("want exit 0 and one notice, got %+v", r)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the job did not end once a worker started:\n%s", stderr.String())
+	}
 }
