@@ -54,6 +54,9 @@ func (r *echoRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*
 			arg = strings.Join(job.Servers, ",")
 		}
 	}
+	if verb == "mode" { // "mode:" answers the job's tool_mode
+		arg = job.ToolMode
+	}
 	switch verb {
 	case "fail":
 		return nil, errors.New(arg)
@@ -180,6 +183,14 @@ func TestSubmitCLI(t *testing.T) {
 	t.Run("failure exits non-zero", func(t *testing.T) {
 		res := submitCmd(t, "", "fail:boom", "--id", "failing")
 		if res.code != 1 || !strings.Contains(res.stderr, "job failing failed: boom") {
+			t.Fatalf("%+v", res)
+		}
+	})
+
+	t.Run("mode in another case", func(t *testing.T) {
+		// As JETAGENT_TOOL_MODE=FULL is taken; the schema refused it.
+		res := submitCmd(t, "", "--mode", "FULL", "--id", "mode-upper", "mode:")
+		if res.code != 0 || strings.TrimSpace(res.stdout) != "full" {
 			t.Fatalf("%+v", res)
 		}
 	})

@@ -139,7 +139,7 @@ func (f *jobFlags) apply(j *jobs.Job, override bool) error {
 		j.System = f.system
 	}
 	if set("mode", j.ToolMode == "") {
-		j.ToolMode = f.mode
+		j.ToolMode = foldMode(f.mode)
 	}
 	if set("servers", j.Servers == nil) {
 		j.Servers = splitList(f.servers)
@@ -683,4 +683,21 @@ func writeJSON(w io.Writer, v any) error {
 func isTerminal(x any) bool {
 	f, ok := x.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// toolModes are the values of --mode (agentloop's modes; the job schema
+// refuses any other).
+var toolModes = []string{"auto", "full", "deferred", "search", "code"}
+
+// foldMode is a --mode value in the case the job schema takes: the
+// worker's JETAGENT_TOOL_MODE=FULL was taken, submit's --mode FULL was
+// refused by the schema, after connecting. Other values stay as given,
+// for the schema's error.
+func foldMode(v string) string {
+	for _, m := range toolModes {
+		if strings.EqualFold(v, m) {
+			return m
+		}
+	}
+	return v
 }
