@@ -221,7 +221,7 @@ func TestConnectWaitFailsFast(t *testing.T) {
 		{"TLS wanted, server without", NATSConfig{URL: plain.ClientURL(), CA: pki.ca}, "secure connection not available"},
 		{"CA file not a certificate", NATSConfig{URL: plain.ClientURL(), CA: garbage}, "nats_ca=" + strings.ToLower(garbage)},
 		{"creds file not credentials", NATSConfig{URL: plain.ClientURL(), Creds: garbage}, "nats_creds=" + strings.ToLower(garbage)},
-		{"port out of range", NATSConfig{URL: "nats://127.0.0.1:99999"}, "invalid port"},
+		{"port out of range", NATSConfig{URL: "nats://127.0.0.1:99999"}, "port 99999 is not between 1 and 65535"},
 		{"not a URL", NATSConfig{URL: "nats://127.0.0.1:4222:1"}, "too many colons|invalid"},
 	}
 	for _, tt := range tests {
