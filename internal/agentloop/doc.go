@@ -38,8 +38,9 @@
 // holds invalid calls, the loop sends the same request again with a note
 // stating the errors and the failing tools' full schemas (in deferred mode
 // the failing tools' definitions in the array are also replaced by their
-// full ones; search mode keeps its array untouched; a schema over
-// maxQuotedSchema is named, not given). The rejected reply
+// full ones, a description over maxQuotedSchema keeping its one line;
+// search mode keeps its array untouched; a schema over maxQuotedSchema is
+// named, not given). The rejected reply
 // never enters history. After Config.SchemaRetries retries the calls still
 // invalid get the errors as their tool results. Arguments that are not a
 // JSON object, and unknown tool names (answered with the closest names,

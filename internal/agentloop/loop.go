@@ -1048,7 +1048,13 @@ func (j *job) retryRequest(invalid []*call) ([]llm.Tool, string) {
 		tools = slices.Clone(j.tools)
 		for i, t := range tools {
 			if ft, ok := failing[t.Name]; ok && len(parameters(ft)) <= maxQuotedSchema {
-				tools[i] = fullTool(ft)
+				full := fullTool(ft)
+				if len(full.Description) > maxQuotedSchema {
+					// A server's description of megabytes made a retry
+					// request as large: it keeps the one line it had.
+					full.Description = t.Description
+				}
+				tools[i] = full
 			}
 		}
 	}

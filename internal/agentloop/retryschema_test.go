@@ -71,3 +71,44 @@ func TestRetryDoesNotQuoteHugeSchemas(t *testing.T) {
 		})
 	}
 }
+
+// In deferred mode the schema retry put a failing tool's whole
+// definition into the tools array: its schema was bounded
+// (maxQuotedSchema), its description was not, so a server's tool of a
+// 1 MB description made a retry request of as much, which a provider
+// refuses (or bills for). A description over the bound keeps the one
+// line deferred mode sent; the schema still comes in full.
+func TestRetryDoesNotSendHugeDescriptions(t *testing.T) {
+	t.Parallel()
+	const schema = `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`
+	long := "Count things. " + strings.Repeat("More words about counting. ", 1<<20/27)
+	s := server.NewMCPServer("descs", "1", server.WithToolCapabilities(true))
+	h := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	s.AddTool(mcp.NewToolWithRawSchema("long_desc", long, json.RawMessage(schema)), h)
+	s.AddTool(mcp.NewToolWithRawSchema("short_desc", "Count things. Short.", json.RawMessage(schema)), h)
+	v := inProcessView(t, nil, map[string]*server.MCPServer{"descs": s})
+	for _, tt := range []struct {
+		tool, wantDesc string
+	}{
+		{"long_desc", "Count things."},
+		{"short_desc", "Count things. Short."},
+	} {
+		t.Run(tt.tool, func(t *testing.T) {
+			t.Parallel()
+			ms := llmtest.NewServer(t, toolReply(call(tt.tool, `{"n":"one"}`)), textReply("Done."))
+			if _, err := newLoop(t, ms, agentloop.Config{}).Run(t.Context(), agentloop.Input{Task: "Count.", Mode: agentloop.ModeDeferred, Tools: v}); err != nil {
+				t.Fatal(err)
+			}
+			retry := ms.Requests()[1]
+			if n := len(retry.Raw); n > 64<<10 {
+				t.Errorf("the retry request is %d bytes", n)
+			}
+			got, ok := toolByName(retry.Tools, tt.tool)
+			if !ok || got.Description != tt.wantDesc || compact(t, got.Parameters) != compact(t, []byte(schema)) {
+				t.Errorf("the retry offers %s as %.200q with %s, want %q with its full schema", tt.tool, got.Description, got.Parameters, tt.wantDesc)
+			}
+		})
+	}
+}
