@@ -73,21 +73,28 @@ func (w *Worker) missingStreams(ctx context.Context) []string {
 // operation of the worker failed in a way a missing asset explains
 // (checkAssets): a stream removed while no job ran is back before a
 // submitter needs it.
+//
+// At each tick it also reads the settings of the queues' consumers
+// (followConsumers), every DefaultAssetCheck when AssetCheck is negative.
 func (w *Worker) assetLoop(ctx context.Context) {
-	var tick <-chan time.Time
-	if w.cfg.AssetCheck > 0 {
-		t := time.NewTicker(w.cfg.AssetCheck)
-		defer t.Stop()
-		tick = t.C
+	every := w.cfg.AssetCheck
+	if every <= 0 {
+		every = DefaultAssetCheck
 	}
+	t := time.NewTicker(every)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick:
+		case <-t.C:
+			if w.cfg.AssetCheck > 0 {
+				w.restoreTopology(ctx, nil)
+			}
+			w.followConsumers(ctx)
 		case <-w.checkNow:
+			w.restoreTopology(ctx, nil)
 		}
-		w.restoreTopology(ctx, nil)
 	}
 }
 

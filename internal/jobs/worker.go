@@ -135,6 +135,10 @@ type Worker struct {
 	restoreMu sync.Mutex    // one restoreTopology at a time
 	checkNow  chan struct{} // nudges assetLoop (checkAssets)
 
+	paceMu sync.Mutex
+	paces  map[string]pace // by queue, once its consumer was read (pace.go)
+	paceCh chan struct{}   // closed when a pace changes
+
 	hbFault heartbeatFault // tests only
 	backlog backlogLimits  // tests only: an attempt's event backlog (zero: the defaults)
 	// stateKV, tests only, wraps the state bucket (to lose a write).
@@ -272,6 +276,8 @@ func NewWorker(cfg Config) (*Worker, error) {
 		ready:    make(chan struct{}),
 		running:  map[string]*runningAttempt{},
 		checkNow: make(chan struct{}, 1),
+		paces:    map[string]pace{},
+		paceCh:   make(chan struct{}),
 	}, nil
 }
 
@@ -1142,7 +1148,7 @@ func (w *Worker) run(d delivery) {
 			why += " while " + oneLine(se.While) // which of the model or a tool took the time
 		}
 		w.settle(d, out, StatusFailed, why)
-	case IsRetryable(runErr) && d.deliveries < w.cfg.Topology.MaxDeliver:
+	case IsRetryable(runErr) && d.deliveries < w.paceOf(d.queue).maxDeliver:
 		// The provider's Retry-After when it asked for longer: sooner, the
 		// next delivery is refused too and the job's deliveries run out
 		// within the wait.
@@ -1175,14 +1181,15 @@ func claimFailed(err error) bool {
 // back as before, for an earlier delivery and once running jobs are
 // stopped (the shutdown grace is over).
 func (w *Worker) keepLastDelivery(d delivery, try int, err error) bool {
-	if d.deliveries < w.cfg.Topology.MaxDeliver || w.jobsCtx.Err() != nil {
+	p := w.paceOf(d.queue)
+	if d.deliveries < p.maxDeliver || w.jobsCtx.Err() != nil {
 		return false
 	}
 	wait := w.retryDelay(try + 1)
 	d.log.Error("the job's last delivery cannot be settled; keeping it and trying again", "err", err, "in", wait)
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	beat := time.NewTicker(w.cfg.Heartbeat)
+	beat := time.NewTicker(p.heartbeat)
 	defer beat.Stop()
 	_ = d.msg.InProgress()
 	for {
@@ -1221,10 +1228,14 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	// The server may redeliver once the shortest ack wait has passed since
-	// the last heartbeat it got: stop half a heartbeat before.
-	limit := w.ackWait() - w.cfg.Heartbeat/2
+	// the last heartbeat it got: stop half a heartbeat before. The pace
+	// follows the queue's consumer, which another worker may have given
+	// another ack wait (pace.go).
+	changed := w.paceChanged()
+	p := w.paceOf(d.queue)
+	limit := p.ackWait - p.heartbeat/2
 	wg.Go(func() {
-		t := time.NewTicker(w.cfg.Heartbeat)
+		t := time.NewTicker(p.heartbeat)
 		defer t.Stop()
 		deadline := time.NewTimer(limit)
 		defer deadline.Stop()
@@ -1235,48 +1246,62 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 			case <-done:
 				return
 			case <-deadline.C:
-				me.fence(fmt.Errorf("no heartbeat could be delivered for %s (ack wait %s)", limit, w.ackWait()))
+				me.fence(fmt.Errorf("no heartbeat could be delivered for %s (ack wait %s)", limit, p.ackWait))
 				return
-			case <-t.C:
-				connected := w.cfg.Conn.IsConnected()
-				if !connected {
-					wasCut = true
+			case <-changed:
+				changed = w.paceChanged()
+				now := w.paceOf(d.queue)
+				if now == p {
 					continue
 				}
-				if wasCut {
-					wasCut = false
-					if ok, err := w.stillOwned(d); err == nil && !ok {
-						me.fence(errors.New("the job's state names another attempt"))
-						return
-					}
+				// A beat at once: the server's wait may be shorter now than
+				// the time since the last. The new limit counts from now: a
+				// beat older than it is no reason to fence, as connected
+				// the attempt answers the liveness request of a redelivery.
+				p, limit = now, now.ackWait-now.heartbeat/2
+				t.Reset(p.heartbeat)
+				deadline.Reset(limit)
+				deadlineAt = time.Now().Add(limit)
+			case <-t.C:
+			}
+			connected := w.cfg.Conn.IsConnected()
+			if !connected {
+				wasCut = true
+				continue
+			}
+			if wasCut {
+				wasCut = false
+				if ok, err := w.stillOwned(d); err == nil && !ok {
+					me.fence(errors.New("the job's state names another attempt"))
+					return
 				}
-				send, delivered := true, true
-				if w.hbFault != nil {
-					send, delivered = w.hbFault()
+			}
+			send, delivered := true, true
+			if w.hbFault != nil {
+				send, delivered = w.hbFault()
+			}
+			if send {
+				// A flush confirms the server has the heartbeat: a publish
+				// alone may sit in a buffer while NATS is away. The flush
+				// ends by the deadline: blocked in it, the loop would fence
+				// late, after the server redelivered.
+				left := time.Until(deadlineAt)
+				if left <= 0 {
+					me.fence(fmt.Errorf("no heartbeat could be delivered for %s (ack wait %s)", limit, p.ackWait))
+					return
 				}
-				if send {
-					// A flush confirms the server has the heartbeat: a
-					// publish alone may sit in a buffer while NATS is away.
-					// The flush ends by the deadline: blocked in it, the
-					// loop would fence late, after the server redelivered.
-					left := time.Until(deadlineAt)
-					if left <= 0 {
-						me.fence(fmt.Errorf("no heartbeat could be delivered for %s (ack wait %s)", limit, w.ackWait()))
-						return
-					}
-					err := d.msg.InProgress()
-					if err == nil {
-						err = w.cfg.Conn.FlushTimeout(min(w.cfg.Heartbeat/2, 5*time.Second, left))
-					}
-					if err != nil {
-						d.log.Warn("heartbeat failed", "err", err)
-						delivered = false
-					}
+				err := d.msg.InProgress()
+				if err == nil {
+					err = w.cfg.Conn.FlushTimeout(min(p.heartbeat/2, 5*time.Second, left))
 				}
-				if delivered {
-					deadline.Reset(limit)
-					deadlineAt = time.Now().Add(limit)
+				if err != nil {
+					d.log.Warn("heartbeat failed", "err", err)
+					delivered = false
 				}
+			}
+			if delivered {
+				deadline.Reset(limit)
+				deadlineAt = time.Now().Add(limit)
 			}
 		}
 	})
@@ -1658,7 +1683,7 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 // exhausted dead-letters a job whose last allowed attempt failed with a
 // retryable error.
 func (w *Worker) exhausted(d delivery, runErr error) {
-	reason := cutReason(oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.cfg.Topology.MaxDeliver, runErr)))
+	reason := cutReason(oneLine(fmt.Sprintf("max deliveries (%d) exhausted: %v", w.paceOf(d.queue).maxDeliver, runErr)))
 	ctx, cancel, ok := w.copyDead(d, reason)
 	defer cancel()
 	if !ok {
