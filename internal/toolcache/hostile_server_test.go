@@ -31,7 +31,9 @@ import (
 //	names         tool names that collide after sanitising, unicode, spaces,
 //	              200 characters, a duplicate, an empty name
 //	oddresults    tools/call answers isError without content, content of an
-//	              unknown type, a resource link
+//	              unknown type, a resource link, structuredContent nested
+//	              deeper than maxJSONNesting (echo("deep"))
+//	deeplist      a tool whose input schema nests deeper than maxJSONNesting
 //	schemas       tool definitions mcp-go cannot decode (undecodableTools)
 //	              beside good ones
 //	hangresources announces resources and never answers resources/list
@@ -72,6 +74,11 @@ var uncallableTools = []string{
 	`{"name":"bad_task_only","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`,
 	`{"name":"task_optional","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}`,
 	`{"name":"no_type","inputSchema":{"properties":{"q":{"type":"string"}}}}`,
+}
+
+// deepSchema is an input schema nested 2*levels+1 levels deep.
+func deepSchema(levels int) json.RawMessage {
+	return json.RawMessage(strings.Repeat(`{"type":"object","properties":{"x":`, levels) + `{"type":"string"}` + strings.Repeat(`}}`, levels))
 }
 
 func hostileServer(mode string, env map[string]string) ServerConfig {
@@ -172,11 +179,8 @@ func serveHostile(mode string) int {
 			for _, d := range uncallableTools {
 				list = append(list, json.RawMessage(d))
 			}
-			deep := func(levels int) json.RawMessage { // 2 JSON levels each, plus 1
-				return json.RawMessage(strings.Repeat(`{"type":"object","properties":{"x":`, levels) + `{"type":"string"}` + strings.Repeat(`}}`, levels))
-			}
-			list = append(list, map[string]any{"name": "bad_deep", "inputSchema": deep(MaxSchemaDepth / 2)},
-				map[string]any{"name": "deep_enough", "inputSchema": deep(MaxSchemaDepth/2 - 1)})
+			list = append(list, map[string]any{"name": "bad_deep", "inputSchema": deepSchema(MaxSchemaDepth / 2)},
+				map[string]any{"name": "deep_enough", "inputSchema": deepSchema(MaxSchemaDepth/2 - 1)})
 			wide := func(objects int) json.RawMessage { // the root, properties and objects-2 empty subschemas
 				var b strings.Builder
 				b.WriteString(`{"type":"object","properties":{`)
@@ -249,6 +253,11 @@ func serveHostile(mode string) int {
 				"capabilities": caps})
 		case "tools/list":
 			lists.Add(1)
+			if mode == "deeplist" { // json.Marshal refuses what it would not decode
+				raw(`{"id":` + string(req.ID) + `,"jsonrpc":"2.0","result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},` +
+					`{"name":"deep","inputSchema":` + string(deepSchema(maxJSONNesting/2)) + "}]}}\n")
+				continue
+			}
 			list, next := tools(req.Params.Cursor)
 			res := map[string]any{"tools": list}
 			if next != "" {
@@ -289,6 +298,10 @@ func serveHostile(mode string) int {
 					reply(map[string]any{"isError": true})
 				case "unknown":
 					reply(map[string]any{"content": []any{map[string]any{"type": "hologram", "data": "x"}, map[string]any{"type": "text", "text": "after"}}})
+				case "deep":
+					// And a notification as deep, in the same write.
+					raw(`{"id":` + string(req.ID) + `,"jsonrpc":"2.0","result":{"content":[],"structuredContent":` + string(deepSchema(maxJSONNesting/2)) + "}}\n" +
+						`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + string(deepSchema(maxJSONNesting/2)) + "}}\n")
 				case "link":
 					reply(map[string]any{"content": []any{map[string]any{"type": "resource_link", "uri": "file:///etc/hosts", "name": "hosts", "mimeType": "text/plain"}}})
 				}

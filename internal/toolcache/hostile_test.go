@@ -323,7 +323,21 @@ func TestHostileStdioServers(t *testing.T) {
 				}
 			}
 		}},
+		// A line nested deeper than encoding/json decodes: mcp-go dropped
+		// it without a word, and the request it answered waited for its
+		// deadline (here the connect timeout, at every attempt).
+		{mode: "deeplist", settings: func(s *Settings) { s.ConnectTimeout = time.Minute }, check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			if st := statusOf(p, "bad"); st.State == StateReady || !strings.Contains(st.Error, "levels deep") {
+				t.Errorf("status = %+v, want the nesting bound", st)
+			}
+			t.Logf("status: %s", statusOf(p, "bad").Error)
+		}},
 		{mode: "oddresults", check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
+			// The answer nested too deep fails at once, and so does not
+			// cost the session (nor does the notification behind it).
+			if _, err := callErr(v, "bad__echo", "deep"); err == nil || !strings.Contains(err.Error(), "levels deep") {
+				t.Errorf("structuredContent nested too deep: %v, want the nesting bound", err)
+			}
 			res, err := callErr(v, "bad__echo", "iserror")
 			if err != nil || !res.IsError || res.Text == "" {
 				t.Errorf("isError without content: %+v, %v", res, err)

@@ -114,7 +114,7 @@ func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, tooL
 	p.out = out
 	// No logging reader: the session reads stderr itself (p.stderr), and
 	// mcp-go's Close would otherwise close it under that reader.
-	tr := transport.NewIO(out, inW, nil)
+	tr := transport.NewIO(&nestBound{r: out, log: logger}, inW, nil)
 	transport.WithCommandLogger(logger)(tr)
 	return tr, p, nil
 }
