@@ -27,8 +27,8 @@
 //
 // What a bad server can cost is bounded: list_changed re-reads at most twice
 // a second however many notifications arrive; an HTTP response body is cut
-// at 64 MiB (an event stream, per line) and an HTTP error body at 2 KiB in
-// the error; a tool definition without a name, with an unusable schema (one
+// at 64 MiB (an event stream, per line), an HTTP error body at 2 KiB in
+// the error and a JSON-RPC error's message at 8 KiB; a tool definition without a name, with an unusable schema (one
 // whose "type" is not "object": providers refuse the whole request; one
 // nested deeper than MaxSchemaDepth, or holding more than MaxSchemaObjects
 // objects, which would take seconds to minutes to compile for validation)

@@ -34,6 +34,7 @@ import (
 //	              unknown type, a resource link, structuredContent nested
 //	              deeper than maxJSONNesting (echo("deep"))
 //	deeplist      a tool whose input schema nests deeper than maxJSONNesting
+//	listerror     tools/list answers an error whose message is 5 MiB
 //	schemas       tool definitions mcp-go cannot decode (undecodableTools)
 //	              beside good ones
 //	hangresources announces resources and never answers resources/list
@@ -253,6 +254,10 @@ func serveHostile(mode string) int {
 				"capabilities": caps})
 		case "tools/list":
 			lists.Add(1)
+			if mode == "listerror" {
+				send(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32603, "message": "listing failed: " + strings.Repeat("x", 5<<20)}})
+				continue
+			}
 			if mode == "deeplist" { // json.Marshal refuses what it would not decode
 				raw(`{"id":` + string(req.ID) + `,"jsonrpc":"2.0","result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}},` +
 					`{"name":"deep","inputSchema":` + string(deepSchema(maxJSONNesting/2)) + "}]}}\n")

@@ -332,6 +332,18 @@ func TestHostileStdioServers(t *testing.T) {
 			}
 			t.Logf("status: %s", statusOf(p, "bad").Error)
 		}},
+		// A JSON-RPC error's message was kept whole: 5 MiB here (up to
+		// 64 MiB) in Status and in the line logged at every attempt.
+		{mode: "listerror", check: func(t *testing.T, p *Pool, v *View, logs logRecords, _ string) {
+			st := statusOf(p, "bad")
+			if st.State == StateReady || !strings.Contains(st.Error, "listing failed: xxx") || len(st.Error) > 16<<10 {
+				t.Errorf("status = %s, %d bytes: %.300s; want the error, cut", st.State, len(st.Error), st.Error)
+			}
+			r := logs.next(t, "MCP server connection failed", 20*time.Second)
+			if n := len(attr(r, "err").String()); n > 16<<10 {
+				t.Errorf("the connection failure logged is %d bytes", n)
+			}
+		}},
 		{mode: "oddresults", check: func(t *testing.T, p *Pool, v *View, _ logRecords, _ string) {
 			// The answer nested too deep fails at once, and so does not
 			// cost the session (nor does the notification behind it).

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -837,12 +838,31 @@ func (s *session) do(ctx context.Context, method string, f func(context.Context)
 		return fmt.Errorf("server %q: %s: %w", s.server, method, ctx.Err())
 	case cp.rpcError() != nil:
 		e := cp.rpcError()
-		return &RPCError{Server: s.server, Method: method, Code: e.Code, Message: e.Message}
+		return &RPCError{Server: s.server, Method: method, Code: e.Code, Message: s.rpcMessage(e.Message)}
 	case transportBroken(err, s.modern.Load()) || s.isDead():
 		s.markDead(err)
 		return fmt.Errorf("%w (the request may or may not have run): server %q: %s: %w%s%s", ErrSessionLost, s.server, method, err, s.exitHint(exitHintWait), s.stderrHint())
 	}
 	return fmt.Errorf("server %q: %s: %w", s.server, method, err)
+}
+
+// maxRPCErrorMessage bounds the message of a server's JSON-RPC error that
+// an RPCError keeps: a server answering with an error of megabytes (up to
+// maxMessageBytes) had all of it in Status and in the "connection failed"
+// line logged at every attempt, and in a call's error.
+const maxRPCErrorMessage = 8 << 10
+
+// rpcMessage is m cut to maxRPCErrorMessage, saying so; a secret the cut
+// goes through is masked by its part (redact.Window).
+func (s *session) rpcMessage(m string) string {
+	if len(m) <= maxRPCErrorMessage {
+		return m
+	}
+	cut := maxRPCErrorMessage
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return redact.Window(m[:cut], s.secrets, false, true) + fmt.Sprintf("... (%d bytes)", len(m))
 }
 
 // transportBroken reports whether err means the session cannot carry more
