@@ -148,6 +148,12 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 		created = true
 		return &State{ID: j.ID, Queue: j.Queue, Status: StatusQueued, Task: summary(j.Task), CreatedAt: now}, nil
 	})
+	var bad *badStateError
+	if errors.As(err, &bad) {
+		// Whether a job of the id ran cannot be told: not taken over.
+		return nil, fmt.Errorf("%w: submit it under another id, or delete the key first (nats kv del %s %s)",
+			err, c.names.StateBucket(), j.ID)
+	}
 	if err != nil {
 		return nil, err
 	}

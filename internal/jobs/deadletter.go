@@ -74,6 +74,19 @@ func (w *Worker) onMaxDeliveries(msg jetstream.Msg) error {
 	queue := raw.Subject[strings.LastIndexByte(raw.Subject, '.')+1:]
 	id := jobID(raw.Data, raw.Header, adv.StreamSeq)
 	cur, _, err := w.states.get(ctx, id)
+	var bad *badStateError
+	if errors.As(err, &bad) {
+		// Not a job state (put by hand): retried, the advisory was handled
+		// again for ever. Replaced by this message's, the job goes dead
+		// below with the bad value in its reason.
+		st := &State{ID: id, Queue: queue, Status: StatusQueued, StreamSeq: adv.StreamSeq, CreatedAt: time.Now().UTC(),
+			Error: bad.Error() + "; so whether the job ran cannot be told"}
+		if err := w.states.replaceBad(ctx, bad, st); err != nil {
+			return err
+		}
+		w.log.Error("the job's state is not a job state; dead-lettering the job", "job", id, "state", bad.Error())
+		cur, err = st, nil
+	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}

@@ -60,6 +60,15 @@ const (
 	StatusDead      Status = "dead"
 )
 
+// known reports whether s is one of the statuses above.
+func (s Status) known() bool {
+	switch s {
+	case StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusDead:
+		return true
+	}
+	return false
+}
+
 // Terminal reports whether s is final.
 func (s Status) Terminal() bool {
 	switch s {

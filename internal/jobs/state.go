@@ -102,10 +102,49 @@ func (s *stateStore) get(ctx context.Context, id string) (*State, uint64, error)
 	}
 	var st State
 	if err := json.Unmarshal(e.Value(), &st); err != nil {
-		return nil, 0, fmt.Errorf("state of %s: %w", id, err)
+		return nil, 0, &badStateError{id: id, rev: e.Revision(), raw: e.Value(), err: err}
+	}
+	if !st.Status.known() {
+		return nil, 0, &badStateError{id: id, rev: e.Revision(), raw: e.Value(), err: fmt.Errorf("status %q is none of a job's", st.Status)}
 	}
 	s.remember(id, &st, e.Revision())
 	return &st, e.Revision(), nil
+}
+
+// badStateError is a job's state that is not one (not JSON, a field of
+// the wrong type, no known status): put by hand (nats kv put) or by
+// another program. Taken for a store that did not answer, it kept the
+// job's last delivery for ever, trying again every second.
+type badStateError struct {
+	id  string
+	rev uint64 // the entry's, to replace it and nothing written since
+	raw []byte
+	err error
+}
+
+func (e *badStateError) Error() string {
+	raw := e.raw
+	if len(raw) > 120 {
+		raw = append(raw[:120:120], "..."...)
+	}
+	return fmt.Sprintf("the state of %s is not a job state (%v): %q", e.id, e.err, raw)
+}
+
+func (e *badStateError) Unwrap() error { return e.err }
+
+// replaceBad writes st over id's bad state at rev (a compare-and-swap:
+// nothing written since is replaced).
+func (s *stateStore) replaceBad(ctx context.Context, bad *badStateError, st *State) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	rev, err := s.kv.Update(ctx, bad.id, b, bad.rev)
+	if err != nil {
+		return fmt.Errorf("replace the state of %s: %w", bad.id, err)
+	}
+	s.remember(bad.id, st, rev)
+	return nil
 }
 
 // update applies f to the current state of id (nil when there is none)
@@ -219,8 +258,10 @@ func (s *stateStore) updateRetried(ctx context.Context, id string, f func(cur *S
 			return backoff.Permanent(err)
 		}
 		last = err
-		if errors.Is(err, nats.ErrConnectionClosed) {
-			return backoff.Permanent(err) // closed for good: no try would reach it
+		var bad *badStateError
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.As(err, &bad) {
+			// Closed for good, or a state that is none: no try would do.
+			return backoff.Permanent(err)
 		}
 		return err
 	}
@@ -228,11 +269,14 @@ func (s *stateStore) updateRetried(ctx context.Context, id string, f func(cur *S
 	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, time.Second
 	err := backoff.Retry(op, backoff.WithContext(b, ctx))
 	var d decided
+	var bad *badStateError
 	switch {
 	case err == nil:
 		return out, nil
 	case errors.As(err, &d):
 		return out, d.err
+	case errors.As(err, &bad):
+		return nil, err // the store answered: not unavailable
 	case last == nil: // ctx ended before a try
 		last = err
 	}
@@ -258,8 +302,10 @@ func (s *stateStore) wait(ctx context.Context, id string, until func(*State) boo
 				continue // nil marks the end of the initial values
 			}
 			var st State
-			if err := json.Unmarshal(e.Value(), &st); err != nil {
-				return nil, fmt.Errorf("state of %s: %w", id, err)
+			if json.Unmarshal(e.Value(), &st) != nil || !st.Status.known() {
+				// Not a job state (put by hand): the worker that gets the
+				// job replaces it (refuseBadState); the next is awaited.
+				continue
 			}
 			if until(&st) {
 				return &st, nil

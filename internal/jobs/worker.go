@@ -588,6 +588,33 @@ func (w *Worker) reject(d delivery, cause error) {
 	w.deadLetterDelivery(d, cause, true)
 }
 
+// refuseBadState dead-letters a job whose state is not a job state (put
+// by hand, or by another program): whether the job ran, or runs, cannot
+// be told, so it is not run. The bad value is logged and quoted in the
+// reason, and replaced by a state of this message so that the job is
+// recorded dead like any other (events, status, the copy refused later).
+func (w *Worker) refuseBadState(d delivery, bad *badStateError) {
+	bucket := w.names.StateBucket()
+	cause := fmt.Errorf("%w; so whether the job ran cannot be told, and it was not run: publish it again under a new id, "+
+		"or delete the key first (nats kv del %s %s) to reuse this one", bad, bucket, d.id)
+	d.log.Error("the job's state is not a job state; dead-lettering the job unrun", "state", bad.Error())
+	ctx, cancel := opContext()
+	defer cancel()
+	now := time.Now().UTC()
+	st := &State{ID: d.id, Queue: d.queue, Status: StatusQueued, StreamSeq: d.seq, CreatedAt: now}
+	if d.job != nil {
+		st.Task = summary(d.job.Task)
+	}
+	if err := w.states.replaceBad(ctx, bad, st); err != nil {
+		// Written meanwhile (fixed by hand, another worker): the next
+		// delivery reads it again.
+		d.log.Warn("could not replace the bad state; handing the job back", "err", err)
+		_ = d.msg.NakWithDelay(w.retryDelay(d.deliveries))
+		return
+	}
+	w.deadLetterDelivery(d, cause, true)
+}
+
 // refuseCopy dead-letters a message whose job id another message holds,
 // leaving that job's state and events alone.
 func (w *Worker) refuseCopy(d delivery, cause error) {
@@ -970,10 +997,16 @@ func (w *Worker) run(d delivery) {
 
 	ctx, cancel := opContext()
 	owner, err := w.liveOwner(ctx, d)
-	for try := 0; err != nil && w.keepLastDelivery(d, try, err); try++ {
+	var bad *badStateError
+	for try := 0; err != nil && !errors.As(err, &bad) && w.keepLastDelivery(d, try, err); try++ {
 		cancel()
 		ctx, cancel = opContext()
 		owner, err = w.liveOwner(ctx, d)
+	}
+	if bad != nil {
+		cancel()
+		w.refuseBadState(d, bad)
+		return
 	}
 	if err != nil || owner != nil {
 		cancel()
@@ -1441,6 +1474,9 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 			ctx, cancel = opContext()
 		}
 		err = write()
+		if w.overBadState(ctx, d, err) {
+			err = write()
+		}
 		if errors.Is(err, errStateTooLarge) {
 			// A long answer or error: store it beside the transcript and keep
 			// a preview with a reference, or the state could never be written.
@@ -1592,6 +1628,23 @@ func (w *Worker) stateAgain(d delivery) *State {
 	return st
 }
 
+// overBadState replaces the state of a job d claimed with the claim's
+// (stateAgain) when err says it is not a job state (overwritten by hand
+// while the job ran), and reports whether it did: the transition is then
+// tried again. Left, the outcome was lost as another attempt's.
+func (w *Worker) overBadState(ctx context.Context, d delivery, err error) bool {
+	var bad *badStateError
+	if !d.claimed || !errors.As(err, &bad) {
+		return false
+	}
+	if rerr := w.states.replaceBad(ctx, bad, w.stateAgain(d)); rerr != nil {
+		d.log.Warn("could not replace the job's state, which is not a job state", "state", bad.Error(), "err", rerr)
+		return false
+	}
+	d.log.Error("the job's state was overwritten with one that is not a job state; replaced by this attempt's", "state", bad.Error())
+	return true
+}
+
 // handBack returns a running job to the queue (state queued) after delay.
 // A job whose cancel was requested is settled cancelled instead: it has
 // stopped, as asked (a cancel that came once the shutdown grace was over
@@ -1602,7 +1655,7 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 	defer cancel()
 	var seen *State
 	rebuilt := false
-	_, err := w.states.updateRetried(context.WithoutCancel(ctx), d.id, func(cur *State) (*State, error) {
+	handBack := func(cur *State) (*State, error) {
 		seen = cur
 		if cur != nil && cur.Status == StatusQueued && cur.Error == why && cur.Attempt == d.attempt &&
 			cur.Worker == w.cfg.WorkerID && cur.StreamSeq == d.seq {
@@ -1625,7 +1678,11 @@ func (w *Worker) handBack(d delivery, out *Outcome, eventType, why string, delay
 		}
 		cur.Status, cur.Error = StatusQueued, why
 		return cur, nil
-	})
+	}
+	_, err := w.states.updateRetried(context.WithoutCancel(ctx), d.id, handBack)
+	if w.overBadState(ctx, d, err) {
+		_, err = w.states.updateRetried(context.WithoutCancel(ctx), d.id, handBack)
+	}
 	switch {
 	case errors.Is(err, errCancelRequested):
 		w.settle(d, out, StatusCancelled, "cancelled on request")
