@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
@@ -441,4 +442,19 @@ func TestSubmitCLIOversized(t *testing.T) {
 			t.Errorf("status --json: %v", err)
 		}
 	})
+}
+
+// stateBucket is the job states' bucket on nc's server, to put states a
+// test needs (a worker gone, say).
+func stateBucket(t *testing.T, nc *nats.Conn) jetstream.KeyValue {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(natstest.Context(t), "AGENT_STATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
 }

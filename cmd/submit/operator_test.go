@@ -280,14 +280,7 @@ func TestCommandAfterAFlag(t *testing.T) {
 func TestCancelInterrupted(t *testing.T) {
 	nc, _ := startWorker(t)
 	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, "AGENT_STATE")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := stateBucket(t, nc)
 	// Running on a worker that is gone: nothing answers the cancel request.
 	st := `{"id":"gone-worker-1","queue":"default","status":"running","attempt":1,"worker":"gone","task":"x"}`
 	if _, err := kv.Put(ctx, "gone-worker-1", []byte(st)); err != nil {

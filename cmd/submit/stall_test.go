@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/jobs/jobstest"
 	"github.com/jetagent/jetagent/internal/natstest"
@@ -22,14 +20,7 @@ import (
 func TestSilentWorkerReported(t *testing.T) {
 	nc, _ := startWorker(t)
 	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, "AGENT_STATE")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := stateBucket(t, nc)
 	const notice = "does not answer: it may have stopped"
 
 	t.Run("worker gone", func(t *testing.T) {

@@ -1,13 +1,11 @@
 package jobs
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -104,22 +102,9 @@ func TestBadStateWhileRunning(t *testing.T) {
 			s := startServer(t)
 			nc := natstest.Connect(t, s)
 			ctx := natstest.Context(t)
-			started := make(chan struct{}, 4)
+			started := make(chan int, 4)
 			release := make(chan struct{})
-			runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
-				started <- struct{}{}
-				if env.Attempt() == 1 {
-					select {
-					case <-release:
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					if tt.retry {
-						return nil, Retryable(errors.New("provider overloaded"))
-					}
-				}
-				return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
-			})
+			runner := firstAttemptGated(release, started, tt.retry)
 			startWorkerWith(t, nc, Config{Runner: runner, UnservedCheck: -1, Topology: tt.topo}, func(w *Worker) {
 				if tt.cut {
 					w.hbFault = func() (bool, bool) { return false, false }

@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -78,16 +77,7 @@ func TestHandBackWithoutStateKeepsItsEvents(t *testing.T) {
 	if st.Status != StatusSucceeded {
 		t.Errorf("state %s (%s)", st.Status, st.Error)
 	}
-	var types []string
-	for _, m := range streamMsgs(t, nc, c.names.EventsStream(), c.names.EventsFilter(id)) {
-		var ev Event
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Fatal(err)
-		}
-		if ev.Attempt == 1 {
-			types = append(types, ev.Type)
-		}
-	}
+	types := attemptEventTypes(t, nc, c, id, 1)
 	if len(types) == 0 || types[len(types)-1] != EventRetry {
 		t.Errorf("attempt 1's events %v do not end with its %s", types, EventRetry)
 	}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -319,4 +320,44 @@ func startTopology(t *testing.T) (*nats.Conn, *Topology) {
 		t.Fatal(err)
 	}
 	return nc, topo
+}
+
+// attemptEventTypes returns the types of the events of job id's attempt,
+// in order.
+func attemptEventTypes(t *testing.T, nc *nats.Conn, c *Client, id string, attempt int) []string {
+	t.Helper()
+	var types []string
+	for _, m := range streamMsgs(t, nc, c.names.EventsStream(), c.names.EventsFilter(id)) {
+		var ev Event
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Attempt == attempt {
+			types = append(types, ev.Type)
+		}
+	}
+	return types
+}
+
+// firstAttemptGated is a Runner whose first attempt waits for release
+// (or its context) and then, with retry, fails with a retryable error;
+// the other attempts answer "done". Each attempt is sent on started
+// (buffered by the caller) as it begins.
+func firstAttemptGated(release <-chan struct{}, started chan<- int, retry bool) RunnerFunc {
+	return func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
+		if started != nil {
+			started <- env.Attempt()
+		}
+		if env.Attempt() == 1 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if retry {
+				return nil, Retryable(errors.New("provider overloaded"))
+			}
+		}
+		return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
+	}
 }

@@ -2,15 +2,12 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -148,13 +145,7 @@ func TestHandBackWhenTheStateIsGone(t *testing.T) {
 	s := startServer(t)
 	nc := natstest.Connect(t, s)
 	release := make(chan struct{})
-	runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
-		if env.Attempt() == 1 {
-			<-release
-			return nil, Retryable(errors.New("provider overloaded"))
-		}
-		return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
-	})
+	runner := firstAttemptGated(release, nil, true)
 	rec, log := newRecordLog()
 	// An ack wait no test waits out: without the fix the job comes back
 	// only after it.
@@ -177,16 +168,7 @@ func TestHandBackWhenTheStateIsGone(t *testing.T) {
 	if st.Status != StatusSucceeded || st.Attempt != 2 {
 		t.Fatalf("state %+v; want succeeded by attempt 2", st)
 	}
-	var types []string
-	for _, m := range streamMsgs(t, nc, c.names.EventsStream(), c.names.EventsFilter(id)) {
-		var ev Event
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
-			t.Fatal(err)
-		}
-		if ev.Attempt == 1 {
-			types = append(types, ev.Type)
-		}
-	}
+	types := attemptEventTypes(t, nc, c, id, 1)
 	if len(types) == 0 || types[len(types)-1] != EventRetry {
 		t.Errorf("attempt 1's events %v do not end with its %s", types, EventRetry)
 	}
