@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -113,22 +111,12 @@ func TestStateWriteLostInARestart(t *testing.T) {
 			release := make(chan struct{})
 			var mu sync.Mutex
 			runs := 0
+			gated := firstAttemptGated(release, started, tc.retry)
 			runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
 				mu.Lock()
 				runs++
 				mu.Unlock()
-				started <- env.Attempt()
-				if env.Attempt() == 1 {
-					select {
-					case <-release:
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-					if tc.retry {
-						return nil, Retryable(errors.New("provider overloaded"))
-					}
-				}
-				return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
+				return gated(ctx, job, env)
 			})
 			log, rec := recordingLog(tc.wantLog)
 			// An ack wait above a lost try (stateTryTimeout): the settling
