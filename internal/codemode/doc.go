@@ -155,12 +155,18 @@
 //
 // What remains: toUpperCase and toLowerCase can make a string up to three
 // times longer in one step (within the overshoot above). goja's TypeError
-// for an object with no usable toString or valueOf formats the Go object
-// (%v) with the object's own string values: the message is replaced for
-// the model, but making it is one native step as large as those values,
-// shared ones counted each time; only a change in goja can bound it. A
-// native built-in that runs long without allocating
-// ignores the interrupt. Run then waits a grace period (2 s), closes the
+// for an object it cannot convert to a primitive (no usable
+// Symbol.toPrimitive, toString or valueOf: a null prototype, RegExp match
+// groups, methods returning objects) formats the Go object (%v) with the
+// strings the object holds itself, a shared one once per property, four
+// bytes a character when not ASCII: the message is replaced for the
+// model, but making it is one native step neither the interrupt nor
+// MaxMemory stops, so a few properties holding one long string make
+// gigabytes, and the process can die of a fatal out-of-memory error
+// (TestConversionErrorHoldsTheObjectsStrings). Only a change in goja can
+// bound it; no Go function of this package converts a script value (the
+// prelude hands them strings). A native built-in that runs long without
+// allocating ignores the interrupt. Run then waits a grace period (2 s), closes the
 // Host off and returns with the limit's error; the abandoned runtime keeps
 // a CPU until the built-in returns, and then stops at its next
 // instruction. The chief such built-in, a regular expression with
