@@ -40,11 +40,12 @@
 // (or a legacy SSE stream carries, once connected) is dropped and the
 // request it answered fails with the bound, the session going on; one
 // that does not end within 192 MiB more ends the session (stdio_proc.go).
-// A stdio line nested deeper than encoding/json decodes (10,000 levels),
-// which mcp-go dropped without a word (the request it answered waiting for
-// its deadline), is dropped the same way, the request failing at once
-// saying why (stdio_nest.go); over HTTP mcp-go fails such an answer itself.
-// Either way a tools/list so nested fails the server's list, not one tool.
+// A stdio line or an event nested deeper than encoding/json decodes
+// (10,000 levels), which mcp-go dropped without a word (the request it
+// answered waiting for its deadline), is dropped the same way, the request
+// failing at once saying why (nestbound.go); mcp-go fails a JSON body so
+// nested itself. Either way a tools/list so nested fails the server's
+// list, not one tool.
 //
 // The credentials a server's URL carries (userinfo, a query's api_key or
 // token: redact.Secrets) are taken out of every error the pool returns and

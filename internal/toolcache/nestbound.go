@@ -25,10 +25,16 @@ const errCodeAnswerTooDeep = -32002
 // exceeded"; a tools/call result nested so: the call's timeout). Such a
 // line is dropped here from the point it nests too deep, and, when it
 // answered a request, the request gets an error answer saying why, as a
-// line over the size bound does (lineBound.droppedAnswer).
+// line over the size bound does (lineBound.droppedAnswer). The event
+// streams of HTTP sessions are read through one too (sse): a legacy SSE
+// session's request waited for its timeout the same way, a Streamable
+// HTTP one failed with "unexpected nil response" (sseStreamWatch,
+// nestStreams). An answer that is one JSON body is mcp-go's to refuse,
+// which it does at once ("exceeded max depth").
 type nestBound struct {
 	r   io.Reader
 	log *slog.Logger
+	sse bool // r is an event stream: its messages are "data:" lines of events
 
 	depth      int
 	inStr, esc bool
@@ -37,6 +43,14 @@ type nestBound struct {
 	pending    []byte // handed on before anything else
 	unread     []byte // read from r, not yet looked at
 	err        error  // r's, returned once pending and unread are handed on
+}
+
+// Close closes what d reads, if it can be closed (an SSE stream's body).
+func (d *nestBound) Close() error {
+	if c, ok := d.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 func (d *nestBound) Read(p []byte) (int, error) {
@@ -75,8 +89,14 @@ func (d *nestBound) filter(b []byte) int {
 				return w
 			}
 			d.keepTail(b[i : i+j])
-			// The newline ends the part mcp-go got (which it drops).
-			d.pending = append([]byte{'\n'}, d.answer()...)
+			// The newline ends the part mcp-go got (which it drops); in an
+			// event stream a second one ends the event, so that the answer
+			// is an event of its own.
+			d.pending = []byte{'\n'}
+			if d.sse {
+				d.pending = append(d.pending, '\n')
+			}
+			d.pending = append(d.pending, d.answer()...)
 			d.unread = append(append([]byte(nil), b[i+j+1:]...), d.unread...)
 			d.dropping, d.depth, d.inStr, d.esc, d.head = false, 0, false, false, d.head[:0]
 			return w
@@ -146,7 +166,11 @@ func (d *nestBound) keepTail(p []byte) {
 // answer is the error answer to the request a dropped line answered, if
 // it answered one (see lineBound.droppedAnswer); nil otherwise.
 func (d *nestBound) answer() []byte {
-	id, answer := headMembers(d.head)
+	head := d.head
+	if d.sse {
+		head = bytes.TrimPrefix(bytes.TrimPrefix(head, []byte("data:")), []byte(" "))
+	}
+	id, answer := headMembers(head)
 	if id == "" {
 		if m := tailID.FindSubmatch(d.tail); m != nil {
 			id = string(m[1])
@@ -162,5 +186,8 @@ func (d *nestBound) answer() []byte {
 		"deeper than the client decodes, so it was dropped", maxJSONNesting)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id),
 		"error": map[string]any{"code": errCodeAnswerTooDeep, "message": msg}})
+	if d.sse {
+		return append(append([]byte("event: message\ndata: "), b...), '\n', '\n')
+	}
 	return append(b, '\n')
 }

@@ -190,6 +190,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		if len(headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(headers))
 		}
+		s.http.Transport = nestStreams{s.http.Transport, log}
 		t, err := transport.NewStreamableHTTP(target, opts...)
 		if err != nil {
 			cancel()
@@ -497,8 +498,9 @@ func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // ends the session's context, which ends Start at once.
 //
 // Every answer of the session comes on that stream, so a line over
-// maxMessageBytes is dropped to its end as a stdio server's is (lineBound):
-// its request fails, the session goes on.
+// maxMessageBytes, or nested deeper than maxJSONNesting, is dropped to its
+// end as a stdio server's is (lineBound, nestBound): its request fails,
+// the session goes on.
 type sseStreamWatch struct {
 	base http.RoundTripper
 	s    *session
@@ -514,9 +516,29 @@ func (t sseStreamWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	if lb, ok := body.(*limitedBody); ok && lb.perLine {
 		// Until the handshake is done, a line over the bound fails the
 		// connect at once (sseStreamBroke) rather than being dropped.
-		body = &lineBound{b: lb, log: t.log, sse: true, skipOK: t.s.sseLostWatched.Load}
+		body = &nestBound{r: &lineBound{b: lb, log: t.log, sse: true, skipOK: t.s.sseLostWatched.Load}, log: t.log, sse: true}
 	}
 	resp.Body = &sseStreamBody{ReadCloser: body, s: t.s, contentType: resp.Header.Get("Content-Type")}
+	return resp, nil
+}
+
+// nestStreams reads the event streams of a Streamable HTTP session (the
+// answers to its requests, its GET stream) through nestBound: mcp-go drops
+// an event it cannot decode, and the request it answered failed with
+// "unexpected nil response" once the stream ended (or waited for its
+// deadline while it went on).
+type nestStreams struct {
+	base http.RoundTripper
+	log  *slog.Logger
+}
+
+func (t nestStreams) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	resp.Body = &nestBound{r: resp.Body, log: t.log, sse: true}
 	return resp, nil
 }
 
