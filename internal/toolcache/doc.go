@@ -34,7 +34,8 @@
 // objects, which would take seconds to minutes to compile for validation)
 // or that
 // runs only as an MCP task (execution.taskSupport "required") is left out
-// (and logged), not the server's whole list; a tools/call result
+// (and logged), not the server's whole list, and so is a second
+// definition of a name in one list; a tools/call result
 // mcp-go cannot decode (unknown content types, isError without content) is
 // still given to the model; a line over 64 MiB that a stdio server writes
 // (or a legacy SSE stream carries, once connected) is dropped and the

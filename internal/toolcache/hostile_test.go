@@ -293,9 +293,13 @@ func TestHostileStdioServers(t *testing.T) {
 			t.Logf("status: %s", statusOf(p, "bad").Error)
 		}},
 		{mode: "names", check: func(t *testing.T, p *Pool, v *View, logs logRecords, _ string) {
-			// The nameless tool is left out, and said to be; the rest stay.
-			if r := logs.next(t, "MCP tool definitions left out", 10*time.Second); !strings.Contains(attr(r, "err").String(), "without a name") {
-				t.Errorf("left out: %v", attr(r, "err"))
+			// The nameless tool and the second definition of dup are left
+			// out, and said to be; the rest stay.
+			left := attr(logs.next(t, "MCP tool definitions left out", 10*time.Second), "err").String()
+			for _, want := range []string{"without a name", `"dup": listed again`} {
+				if !strings.Contains(left, want) {
+					t.Errorf("left out: %s; want %q", left, want)
+				}
 			}
 			seen := map[string]string{}
 			originals := map[string]bool{}

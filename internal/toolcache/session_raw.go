@@ -337,7 +337,13 @@ func (s *session) rawToolsList(pages []json.RawMessage, undecodable []map[int]er
 				skipped = append(skipped, err)
 				continue
 			}
-			if keep[t.Original] && !seen[t.Original] && s.cfg.toolAllowed(t.Original) {
+			if seen[t.Original] {
+				// A second definition of a name: a call reaches whichever
+				// the server runs by that name, so only one is offered.
+				skipped = append(skipped, fmt.Errorf("tool %q: listed again; the first definition is kept", t.Original))
+				continue
+			}
+			if keep[t.Original] && s.cfg.toolAllowed(t.Original) {
 				seen[t.Original] = true
 				t.Annotations = s.cfg.hints(t.Original, t.Annotations)
 				tools = append(tools, t)
