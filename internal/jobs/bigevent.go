@@ -72,6 +72,33 @@ func (w *Worker) payloadBudget() int {
 	return int(w.cfg.Conn.MaxPayload()) - eventRoom
 }
 
+// eventBudget is payloadBudget for an event's data, lowered to the
+// events stream's max_msg_size (an operator's setting, read at start and
+// at every asset look) less the same room: an event over it was refused
+// by the stream, and only a preview with a reference goes through. A
+// max_msg_size too small for a preview leaves it as it is (the events the
+// stream refuses are then reported by an events.gap event).
+func (w *Worker) eventBudget() int {
+	b := w.payloadBudget()
+	if m := int(w.eventsMaxMsg.Load()); m > 0 && m-eventRoom >= minEventBudget {
+		b = min(b, m-eventRoom)
+	}
+	return b
+}
+
+// minEventBudget is the least data budget a preview with its reference
+// fits in.
+const minEventBudget = 1024
+
+// followEventsLimit reads the events stream's max_msg_size.
+func (w *Worker) followEventsLimit(ctx context.Context) {
+	ictx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	if info, err := w.topo.Events.Info(ictx); err == nil {
+		w.eventsMaxMsg.Store(int64(info.Config.MaxMsgSize))
+	}
+}
+
 // offloadEventData stores ev's data and returns the reduced form to
 // publish in its place.
 func (w *Worker) offloadEventData(ctx context.Context, ev Event, budget int) (json.RawMessage, error) {

@@ -71,6 +71,13 @@ type eventPub struct {
 	// the attempt's events.gap. Retried, each held every later event of the
 	// attempt, its terminal event too, until the flush gave up.
 	tooLarge []int
+	// refused are those the events stream refused for good (larger than
+	// its max_msg_size, an operator's setting): retried, each held every
+	// later event of the attempt, its terminal event too, and the flush
+	// gave up after its bound ("context deadline exceeded"), those events
+	// lost. refusedWhy is the server's word.
+	refused    []int
+	refusedWhy string
 }
 
 // outEvent is one event message on its way.
@@ -132,13 +139,30 @@ func (p *eventPub) reapLocked() {
 		case <-ev.fut.Ok():
 			p.pop()
 			continue
-		case <-ev.fut.Err(): //nolint:errcheck // which error does not matter: the event is sent again
-			p.unsendFrom(0)
+		case err := <-ev.fut.Err():
+			if p.dropRefusedLocked(err) {
+				continue
+			}
+			p.unsendFrom(0) // sent again
 		default:
 		}
 		break
 	}
 	p.pumpLocked()
+}
+
+// dropRefusedLocked drops the head of the backlog when err, its publish's
+// answer, refuses it for good (the stream's max_msg_size), keeping its
+// sequence number for the events.gap event; it reports whether it did.
+func (p *eventPub) dropRefusedLocked(err error) bool {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) || api.ErrorCode != jetstream.JSErrCodeStreamMessageExceedsMaximum || len(p.q) == 0 {
+		return false
+	}
+	p.refused = append(p.refused, p.q[0].seq)
+	p.refusedWhy = api.Description
+	p.pop()
+	return true
 }
 
 func (p *eventPub) pop() {
@@ -190,12 +214,22 @@ func (p *eventPub) takeTooLarge() []int {
 	return seqs
 }
 
+// takeRefused returns the sequence numbers of the events the stream
+// refused since the last call, with the server's reason.
+func (p *eventPub) takeRefused() ([]int, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seqs, why := p.refused, p.refusedWhy
+	p.refused = nil
+	return seqs, why
+}
+
 // hasTooLarge reports whether events were dropped as too large and not
 // yet taken.
 func (p *eventPub) hasTooLarge() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.tooLarge) > 0
+	return len(p.tooLarge) > 0 || len(p.refused) > 0
 }
 
 // pending is the number of events not yet acknowledged.
@@ -250,8 +284,13 @@ func (p *eventPub) flush(ctx context.Context, stop func() bool) (int, error) {
 				p.pop()
 			}
 			p.mu.Unlock()
-		case <-fut.Err(): //nolint:errcheck // which error does not matter: the event is sent again
-			p.resend(head)
+		case err := <-fut.Err():
+			p.mu.Lock()
+			dropped := len(p.q) > 0 && p.q[0] == head && p.dropRefusedLocked(err)
+			p.mu.Unlock()
+			if !dropped {
+				p.resend(head)
+			}
 		case <-retry.C:
 			if p.nc.IsConnected() {
 				p.resend(head)

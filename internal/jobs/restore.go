@@ -75,7 +75,9 @@ func (w *Worker) missingStreams(ctx context.Context) []string {
 // submitter needs it.
 //
 // At each tick it also reads the settings of the queues' consumers
-// (followConsumers), every DefaultAssetCheck when AssetCheck is negative.
+// (followConsumers) and the events stream's max_msg_size
+// (followEventsLimit), every DefaultAssetCheck when AssetCheck is
+// negative.
 func (w *Worker) assetLoop(ctx context.Context) {
 	every := w.cfg.AssetCheck
 	if every <= 0 {
@@ -92,6 +94,7 @@ func (w *Worker) assetLoop(ctx context.Context) {
 				w.restoreTopology(ctx, nil)
 			}
 			w.followConsumers(ctx)
+			w.followEventsLimit(ctx)
 		case <-w.checkNow:
 			w.restoreTopology(ctx, nil)
 		}

@@ -151,7 +151,7 @@ func (e *runEnv) Emit(ctx context.Context, typ string, round int, data any) erro
 	}
 	// Too large for NATS (a tool's full output): store the data, publish a
 	// preview that points at it (see bigevent.go).
-	if budget := e.w.payloadBudget(); len(raw) > budget {
+	if budget := e.w.eventBudget(); len(raw) > budget {
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 		reduced, err := e.w.offloadEventData(octx, ev, budget)
 		cancel()
@@ -212,13 +212,19 @@ func (e *runEnv) reportGapLocked() {
 func (e *runEnv) reportTooLargeLocked() {
 	p := e.eventsLocked()
 	seqs := p.takeTooLarge()
+	reason := fmt.Sprintf("larger than the server's max_payload of %d bytes (it changed after they were measured): not publishable",
+		e.w.cfg.Conn.MaxPayload())
+	if refused, why := p.takeRefused(); len(refused) > 0 {
+		// Either kind, rarely both: one gap names them all.
+		seqs = append(seqs, refused...)
+		reason = fmt.Sprintf("refused by the events stream %s (%s: its max_msg_size, an operator's setting)", e.w.names.EventsStream(), why)
+	}
 	if len(seqs) == 0 {
 		return
 	}
 	first, last := slices.Min(seqs), slices.Max(seqs)
 	d := gapData(first, last, len(seqs))
-	d["reason"] = fmt.Sprintf("larger than the server's max_payload of %d bytes (it changed after they were measured): not publishable",
-		e.w.cfg.Conn.MaxPayload())
+	d["reason"] = reason
 	e.seq++
 	b, _ := json.Marshal(d)
 	ev := Event{JobID: e.jobID, Type: EventGap, Attempt: e.attempt, Seq: e.seq, Worker: e.w.cfg.WorkerID, Data: b}

@@ -135,6 +135,8 @@ type Worker struct {
 	restoreMu sync.Mutex    // one restoreTopology at a time
 	checkNow  chan struct{} // nudges assetLoop (checkAssets)
 
+	eventsMaxMsg atomic.Int64 // the events stream's max_msg_size (eventBudget)
+
 	paceMu sync.Mutex
 	paces  map[string]pace // by queue, once its consumer was read (pace.go)
 	paceCh chan struct{}   // closed when a pace changes
@@ -337,6 +339,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("JetStream topology: %w", err)
 	}
+	w.eventsMaxMsg.Store(int64(w.topo.Events.CachedInfo().Config.MaxMsgSize))
 	kv := w.topo.State
 	if w.stateKV != nil {
 		kv = w.stateKV(kv)

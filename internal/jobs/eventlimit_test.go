@@ -1,0 +1,103 @@
+package jobs
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/natstest"
+)
+
+// TestEventsOverTheStreamsMaxMsgSize: an events stream given a
+// max_msg_size (nats stream edit AGENT_EVENTS --max-msg-size, an
+// operator's setting; seen on a stock nats-server) refused every event
+// over it, and the refused event was published again and again until
+// each flush gave up after its 10 s ("events not acknowledged: context
+// deadline exceeded"): the attempt ended 10 s later at each flush (20 s
+// here) and the event was lost with no word in the events. An event over
+// the limit now goes out as a preview with a reference, as one over
+// max_payload does; under a limit too small for a preview, the refused
+// event is dropped at once and an events.gap event says why.
+func TestEventsOverTheStreamsMaxMsgSize(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		maxMsg  int32
+		wantGap bool // else the big event's preview
+	}{
+		{"preview", 16 << 10, false},
+		{"too small for a preview", 1500, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := startServer(t)
+			nc := natstest.Connect(t, s)
+			ctx := natstest.Context(t)
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The operator's edit, before the worker starts.
+			if _, err := EnsureTopology(ctx, js, testTopology(), func(string, ...any) {}); err != nil {
+				t.Fatal(err)
+			}
+			events, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).EventsStream())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := events.CachedInfo().Config
+			cfg.MaxMsgSize = tt.maxMsg
+			if _, err := js.UpdateStream(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			big := strings.Repeat("z", 40<<10)
+			runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
+				if err := env.Emit(ctx, "tool.result", 1, map[string]any{"name": "cat", "output": big}); err != nil {
+					return nil, err
+				}
+				if err := env.Emit(ctx, "note", 1, map[string]string{"text": "after"}); err != nil {
+					return nil, err
+				}
+				return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
+			})
+			startWorker(t, nc, Config{Runner: runner, UnservedCheck: -1})
+			c := newClient(t, nc)
+			const id = "limited"
+			start := time.Now()
+			if _, err := c.Submit(ctx, &Job{ID: id, Task: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			if st := waitStatus(t, c, id); st.Status != StatusSucceeded {
+				t.Fatalf("state %s %q", st.Status, st.Error)
+			}
+			var types []string
+			var gapReason string
+			var preview bool
+			for _, ev := range jobEvents(t, c, id) {
+				types = append(types, ev.Type)
+				switch ev.Type {
+				case EventGap:
+					gapReason = string(ev.Data)
+				case "tool.result":
+					_, preview = EventDataRef(ev)
+				}
+			}
+			got := strings.Join(types, ",")
+			if !strings.Contains(got, "note") || !strings.HasSuffix(got, string(StatusSucceeded)) {
+				t.Errorf("events %s: the ones after the big event are missing", got)
+			}
+			if tt.wantGap && !strings.Contains(gapReason, "refused by the events stream AGENT_EVENTS (message size exceeds maximum allowed") {
+				t.Errorf("events %s, gap %s; want a gap saying the stream refused the event", got, gapReason)
+			}
+			if !tt.wantGap && !preview {
+				t.Errorf("events %s; want the big event as a preview with a reference", got)
+			}
+			t.Logf("%s in %s", got, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
