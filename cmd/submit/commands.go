@@ -182,6 +182,8 @@ func (c *cli) noTranscript(cl *jobs.Client, id string) error {
 		return err
 	case !st.Status.Terminal():
 		return fmt.Errorf("job %s is %s: its transcript is stored when it ends (submit watch %s)", id, st.Status, id)
+	case st.Result != nil && st.Result.TranscriptError != "":
+		return fmt.Errorf("job %s ended %s without a transcript: the worker could not store it: %s", id, st.Status, st.Result.TranscriptError)
 	case st.Error != "":
 		return fmt.Errorf("job %s ended %s without a transcript: %s", id, st.Status, st.Error)
 	default:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // TestJobFileCheckedLikeTheWorker: a --job file or a batch line is held to
@@ -223,6 +224,15 @@ func TestTranscriptMissing(t *testing.T) {
 	res := submitCmd(t, "", "transcript", "dead-1")
 	if res.code != 1 || !strings.Contains(res.stderr, "job dead-1 ended dead without a transcript: job names an MCP server") {
 		t.Errorf("dead job: %+v", res)
+	}
+	// The transcripts bucket full: the worker's reason is in the result.
+	st := `{"id":"full-1","status":"succeeded","result":{"id":"full-1","status":"succeeded","transcript_error":"nats: API error: code=503 err_code=10077 description=maximum bytes exceeded"}}`
+	if _, err := stateBucket(t, nc).Put(natstest.Context(t), "full-1", []byte(st)); err != nil {
+		t.Fatal(err)
+	}
+	res = submitCmd(t, "", "transcript", "full-1")
+	if want := "job full-1 ended succeeded without a transcript: the worker could not store it: nats: API error: code=503 err_code=10077 description=maximum bytes exceeded"; res.code != 1 || !strings.Contains(res.stderr, want) {
+		t.Errorf("transcript not stored: %+v", res)
 	}
 	sub, err := nc.SubscribeSync("agent.events.running-1.blocking")
 	if err != nil {

@@ -114,20 +114,22 @@ type State struct {
 // Result is the outcome of a job (schemas/result.schema.json): the data of
 // its terminal event, the result in its state and a line of submit --out.
 type Result struct {
-	ID         string            `json:"id"`
-	Queue      string            `json:"queue,omitempty"`
-	Status     Status            `json:"status"`
-	Answer     string            `json:"answer,omitempty"`
-	Error      string            `json:"error,omitempty"`
-	Attempt    int               `json:"attempt,omitempty"`
-	Worker     string            `json:"worker,omitempty"`
-	Rounds     int               `json:"rounds,omitempty"`
-	StopReason string            `json:"stop_reason,omitempty"`
-	Mode       string            `json:"mode,omitempty"`
-	Usage      *agentloop.Usage  `json:"usage,omitempty"`
-	DurationMS int64             `json:"duration_ms,omitempty"`
-	Transcript string            `json:"transcript,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
+	ID         string           `json:"id"`
+	Queue      string           `json:"queue,omitempty"`
+	Status     Status           `json:"status"`
+	Answer     string           `json:"answer,omitempty"`
+	Error      string           `json:"error,omitempty"`
+	Attempt    int              `json:"attempt,omitempty"`
+	Worker     string           `json:"worker,omitempty"`
+	Rounds     int              `json:"rounds,omitempty"`
+	StopReason string           `json:"stop_reason,omitempty"`
+	Mode       string           `json:"mode,omitempty"`
+	Usage      *agentloop.Usage `json:"usage,omitempty"`
+	DurationMS int64            `json:"duration_ms,omitempty"`
+	Transcript string           `json:"transcript,omitempty"`
+	// TranscriptError says why the transcripts could not be stored.
+	TranscriptError string            `json:"transcript_error,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
 	// AnswerRef and ErrorRef, when set, say Answer and Error are previews:
 	// the full text was too large for the state and is stored in the
 	// transcript bucket (see AnswerName; Client.FullResult reads it back).

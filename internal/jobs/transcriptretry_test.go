@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -91,5 +93,42 @@ func TestTranscriptStoreLostRequestIsRetried(t *testing.T) {
 				t.Error("logged that the transcript store failed")
 			}
 		})
+	}
+}
+
+// TestTranscriptErrorKept: transcripts that cannot be stored (the bucket
+// full: an operator's max_bytes, seen with a stock nats-server) leave the
+// job succeeded without them, and the result now says why
+// (transcript_error); submit transcript said only "without a transcript".
+func TestTranscriptErrorKept(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureTopology(ctx, js, testTopology(), func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	str, err := js.Stream(ctx, "OBJ_"+(Names{Prefix: DefaultPrefix}).TranscriptBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := str.CachedInfo().Config
+	cfg.MaxBytes = 1024
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, nc, Config{Runner: newTestRunner(), UnservedCheck: -1})
+	c := newClient(t, nc)
+	if _, err := c.Submit(ctx, &Job{ID: "no-room", Task: "echo:" + strings.Repeat("t", 4096)}); err != nil {
+		t.Fatal(err)
+	}
+	st := waitStatus(t, c, "no-room")
+	if st.Status != StatusSucceeded || st.Result == nil || st.Result.Transcript != "" ||
+		!strings.Contains(st.Result.TranscriptError, "maximum bytes exceeded") {
+		t.Fatalf("state %s, result %+v; want succeeded, no transcript and why", st.Status, st.Result)
 	}
 }

@@ -1423,6 +1423,7 @@ func (w *Worker) settle(d delivery, out *Outcome, status Status, errText string)
 		if err := transcripts(ctx); err != nil {
 			d.log.Error("transcript store failed", "err", err)
 			w.checkAssets()
+			res.TranscriptError = cutReason(oneLine(err.Error()))
 		} else {
 			res.Transcript = TranscriptName(d.id)
 		}
