@@ -233,7 +233,7 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 	if h.quiet {
 		emit = func(context.Context, string, int, map[string]any) {} // published by the attempt that ran it
 	}
-	if ic.invalid = e.validate(args); len(ic.invalid) > 0 {
+	if ic.invalid = j.validateCall(e, args); len(ic.invalid) > 0 {
 		emit(ctx, EventToolValidationFailed, h.round, map[string]any{
 			"retry": 0, "call_id": id, "name": name, "tool": name, "arguments": string(args),
 			"errors": ic.invalid, "from": ToolExecuteCode, "parent_call_id": parent.tc.ID,

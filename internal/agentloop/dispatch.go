@@ -70,7 +70,7 @@ func (j *job) prepare(tc llm.ToolCall) *call {
 		args = unwrapStringArguments(args)
 	}
 	c.args, c.targetArgs = args, args
-	if c.invalid = e.validate(args); len(c.invalid) > 0 || e.kind != kindCallTool {
+	if c.invalid = j.validateCall(e, args); len(c.invalid) > 0 || e.kind != kindCallTool {
 		return c
 	}
 
@@ -89,8 +89,23 @@ func (j *job) prepare(tc llm.ToolCall) *call {
 		return c
 	}
 	c.target, c.targetArgs = inner, compactJSON(ct.Arguments)
-	c.invalid = inner.validate(c.targetArgs)
+	c.invalid = j.validateCall(inner, c.targetArgs)
 	return c
+}
+
+// validateCall is e.validate, logging once per tool of a catalog (its
+// entries are shared by the jobs of the catalog) when its input schema
+// does not compile: its calls then go to the server unchecked, and
+// nothing said so (a pattern that is not RE2, a remote $ref).
+func (j *job) validateCall(e *entry, args json.RawMessage) []string {
+	invalid := e.validate(args)
+	if _, err := e.validator(); err != nil {
+		e.warned.Do(func() {
+			j.l.logger().Warn("a tool's input schema does not compile; its calls go to its server unchecked",
+				"tool", e.tool.Name, "server", e.tool.Server, "err", j.maskSecrets(cutText(strings.Join(strings.Fields(err.Error()), " "), 1024)))
+		})
+	}
+	return invalid
 }
 
 // objectArgs checks that text is one JSON object. Blank text and "null"

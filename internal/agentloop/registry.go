@@ -45,6 +45,7 @@ type entry struct {
 	once      sync.Once
 	schema    *jsonschema.Schema // nil: the schema could not be compiled; calls are not validated
 	schemaErr error
+	warned    sync.Once // the schema's compile error logged (job.validateCall)
 
 	outOnce   sync.Once
 	outSchema *jsonschema.Schema // nil: no outputSchema, or one that could not be compiled
@@ -288,8 +289,9 @@ func cutText(s string, n int) string {
 func (e *entry) validator() (*jsonschema.Schema, error) {
 	e.once.Do(func() {
 		var errs []error
-		for _, s := range []json.RawMessage{e.tool.InputSchema, e.tool.Parameters} {
-			if len(bytes.TrimSpace(s)) == 0 || bytes.Equal(bytes.TrimSpace(s), []byte("null")) {
+		for i, s := range []json.RawMessage{e.tool.InputSchema, e.tool.Parameters} {
+			if len(bytes.TrimSpace(s)) == 0 || bytes.Equal(bytes.TrimSpace(s), []byte("null")) ||
+				(i == 1 && bytes.Equal(s, e.tool.InputSchema)) { // the same error again
 				continue
 			}
 			sch, err := e.compileSafe(e.tool.Name, s)
