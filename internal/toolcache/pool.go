@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -720,11 +721,20 @@ func (c *serverConn) syncTools(s *session, log *slog.Logger) {
 }
 
 // warnLeftOut logs the tool definitions a tools/list left out, unless the
-// last list left out the same ones.
+// last list left out the same ones. The first leftOutShown are named, each
+// cut to leftOutEach bytes: a list of many bad tools, or of names of
+// kilobytes, made one warning as large as the list (up to its 64 MiB).
 func (c *serverConn) warnLeftOut(log *slog.Logger, skipped []error) {
 	var said string
 	if len(skipped) > 0 {
-		said = errors.Join(skipped...).Error()
+		lines := make([]string, 0, min(len(skipped), leftOutShown)+1)
+		for _, err := range skipped[:min(len(skipped), leftOutShown)] {
+			lines = append(lines, cut(err.Error(), leftOutEach))
+		}
+		if more := len(skipped) - leftOutShown; more > 0 {
+			lines = append(lines, fmt.Sprintf("(and %d more)", more))
+		}
+		said = strings.Join(lines, "\n")
 	}
 	if said == c.leftOut {
 		return
@@ -734,6 +744,12 @@ func (c *serverConn) warnLeftOut(log *slog.Logger, skipped []error) {
 		log.Warn("MCP tool definitions left out", "count", len(skipped), "err", said)
 	}
 }
+
+// Bounds of the "MCP tool definitions left out" warning.
+const (
+	leftOutShown = 20
+	leftOutEach  = 512
+)
 
 // setTools publishes a new tool list; the registry is rebuilt (and OnChange
 // fired) only when something changed.
