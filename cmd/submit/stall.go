@@ -75,7 +75,7 @@ func (c *cli) silentOwner(ctx context.Context, cl *jobs.Client, id string) (*job
 	_, err = c.nc.RequestWithContext(rctx, cl.Names().AliveSubject(id), nil)
 	cancel()
 	if err == nil || ctx.Err() != nil || !c.nc.IsConnected() ||
-		!(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) {
+		(!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, nats.ErrTimeout)) {
 		return nil, false
 	}
 	now, err := cl.Status(ctx, id)

@@ -126,9 +126,10 @@ func (d *nestBound) filter(b []byte) int {
 		case d.esc:
 			d.esc = false
 		case d.inStr:
-			if c == '\\' {
+			switch c {
+			case '\\':
 				d.esc = true
-			} else if c == '"' {
+			case '"':
 				d.inStr = false
 			}
 		case c == '"':
