@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -38,14 +36,8 @@ func TestEventsOverTheStreamsMaxMsgSize(t *testing.T) {
 			s := startServer(t)
 			nc := natstest.Connect(t, s)
 			ctx := natstest.Context(t)
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
 			// The operator's edit, before the worker starts.
-			if _, err := EnsureTopology(ctx, js, testTopology(), func(string, ...any) {}); err != nil {
-				t.Fatal(err)
-			}
+			js := topologyOnly(t, nc)
 			events, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).EventsStream())
 			if err != nil {
 				t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -21,13 +20,7 @@ func TestFetchAsksForFreeSlots(t *testing.T) {
 	s := startServer(t)
 	nc := natstest.Connect(t, s)
 	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureTopology(ctx, js, testTopology(), func(string, ...any) {}); err != nil {
-		t.Fatal(err)
-	}
+	js := topologyOnly(t, nc)
 	c := newClient(t, nc)
 	for i := range 8 {
 		if _, err := c.Submit(ctx, &Job{ID: fmt.Sprintf("j%d", i), Task: "gate:go"}); err != nil {

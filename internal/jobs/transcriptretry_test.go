@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -105,13 +104,7 @@ func TestTranscriptErrorKept(t *testing.T) {
 	s := startServer(t)
 	nc := natstest.Connect(t, s)
 	ctx := natstest.Context(t)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureTopology(ctx, js, testTopology(), func(string, ...any) {}); err != nil {
-		t.Fatal(err)
-	}
+	js := topologyOnly(t, nc)
 	str, err := js.Stream(ctx, "OBJ_"+(Names{Prefix: DefaultPrefix}).TranscriptBucket())
 	if err != nil {
 		t.Fatal(err)
