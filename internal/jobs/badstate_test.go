@@ -151,3 +151,50 @@ func TestSubmitOverBadState(t *testing.T) {
 		t.Fatalf("got %v, want %q", err, want)
 	}
 }
+
+// TestBadStateKeptWhileTheCopyFails: the bad state is replaced only once
+// the job's dead letter is stored. Replaced first, a copy that then failed
+// (the DLQ refusing it: an operator's max_msg_size, a full store) left a
+// queued state of the message, and its next delivery ran the job.
+func TestBadStateKeptWhileTheCopyFails(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
+	js := topologyOnly(t, nc)
+	dlq, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).DLQStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := dlq.CachedInfo().Config
+	refusing := open
+	refusing.MaxMsgSize = 10 // every copy refused
+	if _, err := js.UpdateStream(ctx, refusing); err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRunner()
+	rec, log := newRecordLog()
+	startWorker(t, nc, Config{Runner: r, Logger: log, UnservedCheck: -1, AssetCheck: -1})
+	c := newClient(t, nc)
+	const id = "bad-no-dlq"
+	if _, err := c.topo.State.Put(ctx, id, []byte("not json{")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish(c.names.JobsSubject(DefaultQueue), []byte(`{"id":"`+id+`","task":"echo:x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Every delivery refused again, up to the last one, which is kept.
+	if _, err := rec.wait(ctx, "the job's last delivery cannot be settled; keeping it"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.UpdateStream(ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	st := waitStatus(t, c, id)
+	if st.Status != StatusDead || !strings.Contains(st.Error, "is not a job state") {
+		t.Errorf("state %s %q; want dead for its bad state", st.Status, st.Error)
+	}
+	if n := r.runCount(id); n != 0 {
+		t.Errorf("ran %d times", n)
+	}
+}

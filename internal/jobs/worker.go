@@ -601,21 +601,19 @@ func (w *Worker) refuseBadState(d delivery, bad *badStateError) {
 	cause := fmt.Errorf("%w; so whether the job ran cannot be told, and it was not run: publish it again under a new id, "+
 		"or delete the key first (nats kv del %s %s) to reuse this one", bad, bucket, d.id)
 	d.log.Error("the job's state is not a job state; dead-lettering the job unrun", "state", bad.Error())
-	ctx, cancel := opContext()
-	defer cancel()
 	now := time.Now().UTC()
 	st := &State{ID: d.id, Queue: d.queue, Status: StatusQueued, StreamSeq: d.seq, CreatedAt: now}
 	if d.job != nil {
 		st.Task = summary(d.job.Task)
 	}
-	if err := w.states.replaceBad(ctx, bad, st); err != nil {
-		// Written meanwhile (fixed by hand, another worker): the next
-		// delivery reads it again.
-		d.log.Warn("could not replace the bad state; handing the job back", "err", err)
-		_ = d.msg.NakWithDelay(w.retryDelay(d.deliveries))
-		return
-	}
-	w.deadLetterDelivery(d, cause, true)
+	// Only once the dead letter is stored: a queued state of this message
+	// and a copy that then failed would have had the next delivery run it.
+	w.deadLetterDeliveryThen(d, cause, true, func(ctx context.Context) {
+		if err := w.states.replaceBad(ctx, bad, st); err != nil {
+			// Written meanwhile (fixed by hand); the dead letter stands.
+			d.log.Warn("could not replace the bad state", "err", err)
+		}
+	})
 }
 
 // refuseCopy dead-letters a message whose job id another message holds,
@@ -630,11 +628,20 @@ func (w *Worker) refuseCopy(d delivery, cause error) {
 // as dead. A copy that fails hands the delivery back: not copied, so not
 // dropped.
 func (w *Worker) deadLetterDelivery(d delivery, cause error, markState bool) {
+	w.deadLetterDeliveryThen(d, cause, markState, nil)
+}
+
+// deadLetterDeliveryThen is deadLetterDelivery calling copied (when not
+// nil) once the copy is stored, before the delivery is terminated.
+func (w *Worker) deadLetterDeliveryThen(d delivery, cause error, markState bool, copied func(context.Context)) {
 	reason := cutReason(oneLine(cause.Error()))
 	ctx, cancel, ok := w.copyDead(d, reason)
 	defer cancel()
 	if !ok {
 		return
+	}
+	if copied != nil {
+		copied(ctx)
 	}
 	if err := d.msg.TermWithReason(reason); err != nil {
 		d.log.Warn("term failed", "err", err)
