@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,35 @@ func TestEventsOverTheStreamsMaxMsgSize(t *testing.T) {
 			}
 			t.Logf("%s in %s", got, time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// TestSubmitOverTheJobsStreamsMaxMsgSize: a job over the jobs stream's
+// max_msg_size (an operator's setting) was refused with the server's words
+// alone ('nats: nats: API error: code=400 err_code=10054 description=message
+// size exceeds maximum allowed'); the error now names the setting, and no
+// queued state is left for the job that was not published.
+func TestSubmitOverTheJobsStreamsMaxMsgSize(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	nc := natstest.Connect(t, s)
+	ctx := natstest.Context(t)
+	js := topologyOnly(t, nc)
+	jobsStream, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).JobsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := jobsStream.CachedInfo().Config
+	cfg.MaxMsgSize = 200
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, nc)
+	_, err = c.Submit(ctx, &Job{ID: "too-big", Task: strings.Repeat("x", 500)})
+	if err == nil || !strings.Contains(err.Error(), "message size exceeds maximum allowed (larger than the stream's max_msg_size, an operator's setting") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := c.Status(ctx, "too-big"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a state was left: %v", err)
 	}
 }

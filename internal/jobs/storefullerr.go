@@ -17,8 +17,16 @@ const jsInsufficientResources jetstream.ErrorCode = 10023
 // (errors.Is and errors.As still find it).
 func storeFull(err error) error {
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	switch apiErr.ErrorCode {
+	case jsInsufficientResources:
 		return fmt.Errorf("%w (the JetStream store is full: the server's max_file_store or the account's storage limit is reached)", err)
+	case jetstream.JSErrCodeStreamMessageExceedsMaximum:
+		// Seen as 'publish job ms-1: nats: nats: API error: code=400
+		// err_code=10054 description=message size exceeds maximum allowed'.
+		return fmt.Errorf("%w (larger than the stream's max_msg_size, an operator's setting: nats stream info shows it)", err)
 	}
 	return err
 }
