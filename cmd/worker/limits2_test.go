@@ -34,6 +34,8 @@ func TestLimitsAtTheirBoundsNamed(t *testing.T) {
 		{"JETAGENT_MCP_HEALTH_INTERVAL", "1ns", "invalid JETAGENT_MCP_HEALTH_INTERVAL: must be 0 (off) or at least 1s (got 1ns)"},
 		{"JETAGENT_MCP_HEALTH_INTERVAL", "500ms", "invalid JETAGENT_MCP_HEALTH_INTERVAL: must be 0 (off) or at least 1s (got 500ms)"},
 		{"JETAGENT_MCP_RESYNC_INTERVAL", "1ms", "invalid JETAGENT_MCP_RESYNC_INTERVAL: must be 0 (off) or at least 1s (got 1ms)"},
+		{"JETAGENT_QUEUES", "ok,,ok", "invalid JETAGENT_QUEUES: an empty name (two commas in a row, or one at an end?) must match"},
+		{"JETAGENT_QUEUES", "a b", `invalid JETAGENT_QUEUES: "a b" must match`},
 	} {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-test")

@@ -99,7 +99,11 @@ func (c TopologyConfig) Validate() error {
 		return bad("Queues", "", "name at least one queue")
 	}
 	for _, q := range c.Queues {
-		if !ValidQueue(q) {
+		switch {
+		case q == "":
+			// "a,,b" or a comma at an end: `"" must match ...` named no cause.
+			return bad("Queues", "queue", "an empty name (two commas in a row, or one at an end?) must match %s", queueRE)
+		case !ValidQueue(q):
 			return bad("Queues", "queue", "%q must match %s", q, queueRE)
 		}
 	}
