@@ -158,10 +158,9 @@ func TestSubmitOverBadState(t *testing.T) {
 // queued state of the message, and its next delivery ran the job.
 func TestBadStateKeptWhileTheCopyFails(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
-	nc := natstest.Connect(t, s)
+	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
-	js := topologyOnly(t, nc)
+	js := topo.JS
 	dlq, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).DLQStream())
 	if err != nil {
 		t.Fatal(err)

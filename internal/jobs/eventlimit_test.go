@@ -34,11 +34,10 @@ func TestEventsOverTheStreamsMaxMsgSize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := startServer(t)
-			nc := natstest.Connect(t, s)
+			nc, topo := startTopology(t)
 			ctx := natstest.Context(t)
 			// The operator's edit, before the worker starts.
-			js := topologyOnly(t, nc)
+			js := topo.JS
 			events, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).EventsStream())
 			if err != nil {
 				t.Fatal(err)
@@ -71,7 +70,7 @@ func TestEventsOverTheStreamsMaxMsgSize(t *testing.T) {
 			var types []string
 			var gapReason string
 			var preview bool
-			for _, ev := range jobEvents(t, c, id) {
+			for _, ev := range watchEvents(t, c, id) {
 				types = append(types, ev.Type)
 				switch ev.Type {
 				case EventGap:
@@ -102,10 +101,9 @@ func TestEventsOverTheStreamsMaxMsgSize(t *testing.T) {
 // queued state is left for the job that was not published.
 func TestSubmitOverTheJobsStreamsMaxMsgSize(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
-	nc := natstest.Connect(t, s)
+	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
-	js := topologyOnly(t, nc)
+	js := topo.JS
 	jobsStream, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).JobsStream())
 	if err != nil {
 		t.Fatal(err)

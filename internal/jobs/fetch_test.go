@@ -17,10 +17,9 @@ import (
 // four slots, and the jobs beyond them stay on the server.
 func TestFetchAsksForFreeSlots(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
-	nc := natstest.Connect(t, s)
+	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
-	js := topologyOnly(t, nc)
+	js := topo.JS
 	c := newClient(t, nc)
 	for i := range 8 {
 		if _, err := c.Submit(ctx, &Job{ID: fmt.Sprintf("j%d", i), Task: "gate:go"}); err != nil {

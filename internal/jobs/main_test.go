@@ -361,18 +361,3 @@ func firstAttemptGated(release <-chan struct{}, started chan<- int, retry bool) 
 		return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
 	}
 }
-
-// topologyOnly creates the assets of testTopology on nc's server, as a
-// worker would, without starting one (to change them first), and returns
-// the JetStream it used.
-func topologyOnly(t *testing.T, nc *nats.Conn) jetstream.JetStream {
-	t.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureTopology(natstest.Context(t), js, testTopology(), func(string, ...any) {}); err != nil {
-		t.Fatal(err)
-	}
-	return js
-}

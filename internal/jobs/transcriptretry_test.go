@@ -101,10 +101,9 @@ func TestTranscriptStoreLostRequestIsRetried(t *testing.T) {
 // (transcript_error); submit transcript said only "without a transcript".
 func TestTranscriptErrorKept(t *testing.T) {
 	t.Parallel()
-	s := startServer(t)
-	nc := natstest.Connect(t, s)
+	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
-	js := topologyOnly(t, nc)
+	js := topo.JS
 	str, err := js.Stream(ctx, "OBJ_"+(Names{Prefix: DefaultPrefix}).TranscriptBucket())
 	if err != nil {
 		t.Fatal(err)
