@@ -313,34 +313,23 @@ func replicated(ctx context.Context, js jetstream.JetStream, replicas int) error
 // and waits until they have elected a meta leader that sees every peer.
 func startCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
-	ports := natstest.FreePorts(t, n)
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
-	}
-	nodes := make([]*server.Server, n)
-	for i := range n {
-		s, err := server.NewServer(&server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1),
-			Host:       "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: t.TempDir(),
-			Cluster: server.ClusterOpts{Name: "jetagent-test", Host: "127.0.0.1", Port: ports[i]},
-			// Every node lists all routes, itself included (ignored), so
-			// each knows the cluster size before the others are up.
-			Routes: server.RoutesFromStr(strings.Join(routes, ",")),
-			NoSigs: true, NoLog: true,
-		})
-		if err != nil {
+	var nodes []*server.Server
+	for try := 1; ; try++ {
+		var err error
+		if nodes, err = tryCluster(t, n); err == nil {
+			break
+		}
+		// A route port FreePorts picked can be taken by another server
+		// before this one listens on it: other ports, then. "n3 not
+		// ready" was seen while a second go test ran beside this one,
+		// which this would explain (the cause was not caught).
+		if try == 3 {
 			t.Fatal(err)
 		}
-		s.Start()
-		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-		nodes[i] = s
+		t.Logf("%v; starting the cluster again on other ports", err)
 	}
 	for _, s := range nodes {
-		if !s.ReadyForConnections(waitTimeout) {
-			t.Fatalf("%s not ready", s.Name())
-		}
+		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	}
 	// Cluster formation has no event to wait on from outside the server
 	// package: poll, bounded by the deadline.
@@ -360,6 +349,50 @@ func startCluster(t *testing.T, n int) []*server.Server {
 		return leaders == 1
 	})
 	return nodes
+}
+
+// tryCluster starts n routed JetStream servers on new route ports and
+// waits until each takes connections; on failure it shuts down those it
+// started.
+func tryCluster(t *testing.T, n int) ([]*server.Server, error) {
+	t.Helper()
+	ports := natstest.FreePorts(t, n)
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	var nodes []*server.Server
+	stop := func() {
+		for _, s := range nodes {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
+	for i := range n {
+		s, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: t.TempDir(),
+			Cluster: server.ClusterOpts{Name: "jetagent-test", Host: "127.0.0.1", Port: ports[i]},
+			// Every node lists all routes, itself included (ignored), so
+			// each knows the cluster size before the others are up.
+			Routes: server.RoutesFromStr(strings.Join(routes, ",")),
+			NoSigs: true, NoLog: true,
+		})
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		s.Start()
+		nodes = append(nodes, s)
+	}
+	for _, s := range nodes {
+		if !s.ReadyForConnections(waitTimeout) {
+			stop()
+			return nil, fmt.Errorf("%s not ready", s.Name())
+		}
+	}
+	return nodes, nil
 }
 
 // waitLeaders waits until every stream and the jobs consumer have a leader
