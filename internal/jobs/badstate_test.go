@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -161,16 +163,9 @@ func TestBadStateKeptWhileTheCopyFails(t *testing.T) {
 	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
 	js := topo.JS
-	dlq, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).DLQStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := dlq.CachedInfo().Config
-	refusing := open
-	refusing.MaxMsgSize = 10 // every copy refused
-	if _, err := js.UpdateStream(ctx, refusing); err != nil {
-		t.Fatal(err)
-	}
+	open := editStream(t, js, (Names{Prefix: DefaultPrefix}).DLQStream(), func(c *jetstream.StreamConfig) {
+		c.MaxMsgSize = 10 // every copy refused
+	})
 	r := newTestRunner()
 	rec, log := newRecordLog()
 	startWorker(t, nc, Config{Runner: r, Logger: log, UnservedCheck: -1, AssetCheck: -1})

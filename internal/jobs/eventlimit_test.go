@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -37,16 +39,9 @@ func TestEventsOverTheStreamsMaxMsgSize(t *testing.T) {
 			nc, topo := startTopology(t)
 			ctx := natstest.Context(t)
 			// The operator's edit, before the worker starts.
-			js := topo.JS
-			events, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).EventsStream())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := events.CachedInfo().Config
-			cfg.MaxMsgSize = tt.maxMsg
-			if _, err := js.UpdateStream(ctx, cfg); err != nil {
-				t.Fatal(err)
-			}
+			editStream(t, topo.JS, (Names{Prefix: DefaultPrefix}).EventsStream(), func(c *jetstream.StreamConfig) {
+				c.MaxMsgSize = tt.maxMsg
+			})
 			big := strings.Repeat("z", 40<<10)
 			runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
 				if err := env.Emit(ctx, "tool.result", 1, map[string]any{"name": "cat", "output": big}); err != nil {
@@ -103,18 +98,9 @@ func TestSubmitOverTheJobsStreamsMaxMsgSize(t *testing.T) {
 	t.Parallel()
 	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
-	js := topo.JS
-	jobsStream, err := js.Stream(ctx, (Names{Prefix: DefaultPrefix}).JobsStream())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := jobsStream.CachedInfo().Config
-	cfg.MaxMsgSize = 200
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	editStream(t, topo.JS, (Names{Prefix: DefaultPrefix}).JobsStream(), func(c *jetstream.StreamConfig) { c.MaxMsgSize = 200 })
 	c := newClient(t, nc)
-	_, err = c.Submit(ctx, &Job{ID: "too-big", Task: strings.Repeat("x", 500)})
+	_, err := c.Submit(ctx, &Job{ID: "too-big", Task: strings.Repeat("x", 500)})
 	if err == nil || !strings.Contains(err.Error(), "message size exceeds maximum allowed (larger than the stream's max_msg_size, an operator's setting") {
 		t.Fatalf("got %v", err)
 	}

@@ -361,3 +361,21 @@ func firstAttemptGated(release <-chan struct{}, started chan<- int, retry bool) 
 		return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
 	}
 }
+
+// editStream changes the config of stream name as an operator's nats
+// stream edit would, and returns the config it had.
+func editStream(t *testing.T, js jetstream.JetStream, name string, change func(*jetstream.StreamConfig)) jetstream.StreamConfig {
+	t.Helper()
+	ctx := natstest.Context(t)
+	str, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := str.CachedInfo().Config
+	cfg := was
+	change(&cfg)
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return was
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -103,16 +104,7 @@ func TestTranscriptErrorKept(t *testing.T) {
 	t.Parallel()
 	nc, topo := startTopology(t)
 	ctx := natstest.Context(t)
-	js := topo.JS
-	str, err := js.Stream(ctx, "OBJ_"+(Names{Prefix: DefaultPrefix}).TranscriptBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := str.CachedInfo().Config
-	cfg.MaxBytes = 1024
-	if _, err := js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	editStream(t, topo.JS, "OBJ_"+(Names{Prefix: DefaultPrefix}).TranscriptBucket(), func(c *jetstream.StreamConfig) { c.MaxBytes = 1024 })
 	startWorker(t, nc, Config{Runner: newTestRunner(), UnservedCheck: -1})
 	c := newClient(t, nc)
 	if _, err := c.Submit(ctx, &Job{ID: "no-room", Task: "echo:" + strings.Repeat("t", 4096)}); err != nil {
