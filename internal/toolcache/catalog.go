@@ -61,7 +61,15 @@ func parseCatalog(data []byte, served bool) (server string, tools []Tool, skippe
 		Result     *struct {
 			Tools []json.RawMessage `json:"tools"`
 		} `json:"result"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
+	// A byte order mark, as some editors (and PowerShell's redirection)
+	// write: it was refused as "invalid character 'ï' looking for
+	// beginning of value".
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 		if err := json.Unmarshal(data, &c.Tools); err != nil {
 			return "", nil, nil, err
@@ -71,6 +79,10 @@ func parseCatalog(data []byte, served bool) (server string, tools []Tool, skippe
 	}
 	if c.Tools == nil && c.Result != nil {
 		c.Tools = c.Result.Tools
+	}
+	if c.Tools == nil && c.Error != nil {
+		// A captured failure said only that there was no "tools" array.
+		return "", nil, nil, fmt.Errorf("a JSON-RPC error response (code %d: %q), not a tools/list result", c.Error.Code, c.Error.Message)
 	}
 	if c.Tools == nil {
 		// Most likely the wrong file: say so rather than index nothing.
