@@ -129,16 +129,27 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	if reg.Count() == 0 {
 		return fmt.Errorf("search-eval: the catalog files hold no tools (%s): nothing to search", strings.Join(files[1:], ", "))
 	}
-	if missing := toolcache.MissingGold(items, reg.List()); len(missing) > 0 {
+	items, read := toolcache.ResolveEvalTools(items, reg.List())
+	if len(read) > 0 {
+		// A set naming tools with their server ("github/create_issue") or
+		// as the model sees them scored each such tool a miss before.
+		fmt.Fprintf(stderr, "search-eval: note: %d tool names of the set read with their server or as the model sees them: %s\n",
+			len(read), firstOf(read, 10))
+	}
+	missing, distinct := toolcache.MissingGold(items, reg.List())
+	if len(missing) == distinct {
+		// Every item would score 0: the catalogs of another set, not a
+		// ranking that finds nothing.
+		return fmt.Errorf("search-eval: none of the %d gold tools of %s is in the catalogs given (%s): nothing could be found; gold tools: %s",
+			distinct, files[0], strings.Join(files[1:], ", "), firstOf(missing, 10))
+	}
+	if len(missing) > 0 {
 		// Still scored (as misses), but said: a catalog left out or a
 		// misspelt name would otherwise pass for a poor ranking.
-		shown := missing[:min(len(missing), 10)]
-		more := ""
-		if len(missing) > len(shown) {
-			more = fmt.Sprintf(" and %d more", len(missing)-len(shown))
-		}
-		fmt.Fprintf(stderr, "search-eval: warning: %d gold tools are in no catalog given: %s%s\n",
-			len(missing), strings.Join(shown, ", "), more)
+		fmt.Fprintf(stderr, "search-eval: warning: %d gold tools are in no catalog given: %s\n", len(missing), firstOf(missing, 10))
+	}
+	if missing, _ := toolcache.MissingAlternatives(items, reg.List()); len(missing) > 0 {
+		fmt.Fprintf(stderr, "search-eval: warning: %d acceptable alternatives are in no catalog given: %s\n", len(missing), firstOf(missing, 10))
 	}
 	start := time.Now()
 	ix := reg.Index() // built once, as the pool builds it per catalog version
@@ -262,6 +273,15 @@ func parseKs(list string) ([]int, error) {
 	}
 	slices.Sort(ks)
 	return slices.Compact(ks), nil
+}
+
+// firstOf is the first n of names, comma-separated, and how many more.
+func firstOf(names []string, n int) string {
+	s := strings.Join(names[:min(len(names), n)], ", ")
+	if len(names) > n {
+		s += fmt.Sprintf(" and %d more", len(names)-n)
+	}
+	return s
 }
 
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

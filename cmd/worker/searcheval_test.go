@@ -306,3 +306,75 @@ func TestSearchEvalKs(t *testing.T) {
 		}
 	})
 }
+
+// evalFiles writes name -> text into a new directory and returns the
+// paths by name.
+func evalFiles(t *testing.T, files map[string]string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	paths := map[string]string{}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = p
+	}
+	return paths
+}
+
+// runEval runs worker search-eval with args, returning the exit code,
+// stdout and stderr.
+func runEval(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(append([]string{"search-eval"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestSearchEvalGoldNames: gold tools named with their server or as the
+// model sees them are scored as the tool they name (they were misses,
+// recall 0, with a warning that they were in no catalog), and a set none
+// of whose gold tools is in the catalogs is refused instead of scoring 0.
+func TestSearchEvalGoldNames(t *testing.T) {
+	t.Parallel()
+	p := evalFiles(t, map[string]string{
+		"gh.json":    `{"server":"github","tools":[{"name":"create_issue","description":"Create an issue in a repository."},{"name":"search","description":"Search code."}]}`,
+		"wiki.json":  `{"server":"wiki","tools":[{"name":"search","description":"Search the wiki pages."},{"name":"get page","description":"Read a wiki page."}]}`,
+		"other.json": `{"server":"other","tools":[{"name":"ping","description":"Ping a host."}]}`,
+	})
+	for _, tt := range []struct {
+		name, gold string
+		code       int
+		recall     float64 // recall@10
+		stderr     string
+	}{
+		{"slash", `"github/create_issue"`, 0, 1, `"github/create_issue" as github/create_issue`},
+		{"qualified, unique", `"github__create_issue"`, 0, 1, `"github__create_issue" as github/create_issue`},
+		{"dot", `"wiki.search"`, 0, 1, `"wiki.search" as wiki/search`},
+		{"qualified by the registry", `"wiki__search"`, 0, 1, ""},
+		{"sanitized", `"get_page"`, 0, 1, ""},
+		{"sanitized, with its server", `"wiki/get_page"`, 0, 1, `"wiki/get_page" as wiki/get page`},
+		{"one in no catalog", `"github/create_issue","jira/create_issue"`, 0, 0.5, "1 gold tools are in no catalog given: jira/create_issue"},
+		{"none in any catalog", `"jira/create_issue"`, 1, 0, "none of the 1 gold tools of "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			q := evalFiles(t, map[string]string{"q.jsonl": `{"query":"create an issue in a repository, search the wiki pages, read a wiki page","gold_tools":[` + tt.gold + `]}` + "\n"})["q.jsonl"]
+			code, out, errs := runEval(t, "--json", q, p["gh.json"], p["wiki.json"], p["other.json"])
+			if code != tt.code || !strings.Contains(errs, tt.stderr) {
+				t.Fatalf("exit %d, stderr %q; want exit %d, stderr with %q", code, errs, tt.code, tt.stderr)
+			}
+			if code != 0 {
+				if out != "" {
+					t.Errorf("stdout %q with an error", out)
+				}
+				return
+			}
+			var m map[string]float64
+			if err := json.Unmarshal([]byte(out), &m); err != nil || m["recall@10"] != tt.recall {
+				t.Errorf("recall@10 %v, want %v: %s (%v)", m["recall@10"], tt.recall, out, err)
+			}
+		})
+	}
+}

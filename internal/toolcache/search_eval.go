@@ -41,16 +41,22 @@ func (g EvalTool) matches(t Tool) bool {
 
 // MissingGold lists the gold tools of items that no tool of tools
 // matches ("server/tool", or "tool" when any server would do), each once:
-// a catalog left out or a misspelt name makes recall look worse than it is.
-func MissingGold(items []EvalItem, tools []Tool) []string {
-	var out []string
+// a catalog left out or a misspelt name makes recall look worse than it
+// is. distinct is how many distinct gold tools the items name.
+func MissingGold(items []EvalItem, tools []Tool) (missing []string, distinct int) {
+	return missingTools(items, tools, func(it EvalItem) []EvalTool { return it.Gold })
+}
+
+// MissingAlternatives is MissingGold for the acceptable alternatives.
+func MissingAlternatives(items []EvalItem, tools []Tool) (missing []string, distinct int) {
+	return missingTools(items, tools, func(it EvalItem) []EvalTool { return it.Alternatives })
+}
+
+func missingTools(items []EvalItem, tools []Tool, of func(EvalItem) []EvalTool) (out []string, distinct int) {
 	seen := map[string]bool{}
 	for _, it := range items {
-		for _, g := range it.Gold {
-			key := g.Tool
-			if len(g.Servers) > 0 {
-				key = strings.Join(g.Servers, "|") + "/" + g.Tool
-			}
+		for _, g := range of(it) {
+			key := g.String()
 			if seen[key] {
 				continue
 			}
@@ -60,7 +66,135 @@ func MissingGold(items []EvalItem, tools []Tool) []string {
 			}
 		}
 	}
+	return out, len(seen)
+}
+
+// String is "tool", or "server/tool" ("s1|s2/tool") when restricted to
+// some servers.
+func (g EvalTool) String() string {
+	if len(g.Servers) == 0 {
+		return g.Tool
+	}
+	return strings.Join(g.Servers, "|") + "/" + g.Tool
+}
+
+// evalPrefixSeps are the separators a set may write between a server and
+// its tool: "server/tool", "server__tool" (the model-facing name of a tool
+// two servers offer), "server.tool", "server:tool".
+var evalPrefixSeps = []string{"/", qualifySep, ".", ":"}
+
+// ResolveEvalTools reads each gold tool and alternative of items that no
+// tool of tools matches by its own name as a set may also write it: with
+// its server in front (evalPrefixSeps; the server as its catalog names it
+// or as the model sees it), or by the name the model sees (the loop
+// sanitizes names and qualifies one that two servers offer: a gold
+// "get_weather" is the server's "get weather", also when the model sees
+// "alpha__get_weather"). Without this such a name matched nothing and
+// counted as a miss in every item. A name that reads as tools of several
+// names is left as it is. It returns the items (changed ones copied) and
+// one note per name read so, in the order met.
+func ResolveEvalTools(items []EvalItem, tools []Tool) ([]EvalItem, []string) {
+	type result struct {
+		t  EvalTool
+		ok bool
+	}
+	cache := map[string]result{}
+	var notes []string
+	resolve := func(g EvalTool) EvalTool {
+		if slices.ContainsFunc(tools, g.matches) {
+			return g
+		}
+		key := g.String()
+		if r, ok := cache[key]; ok {
+			if r.ok {
+				return r.t
+			}
+			return g
+		}
+		var found EvalTool
+		ok := true
+		for _, t := range tools {
+			if len(g.Servers) > 0 && !slices.Contains(g.Servers, t.Server) {
+				continue
+			}
+			if !evalNameOf(g.Tool, t) {
+				continue
+			}
+			switch {
+			case found.Tool == "":
+				found = EvalTool{Tool: t.Original, Servers: []string{t.Server}}
+			case found.Tool != t.Original:
+				ok = false
+			case !slices.Contains(found.Servers, t.Server):
+				found.Servers = append(found.Servers, t.Server)
+			}
+		}
+		ok = ok && found.Tool != ""
+		if ok {
+			slices.Sort(found.Servers)
+			if len(g.Servers) == 0 && sanitizeName(found.Tool) == g.Tool {
+				// A model-facing name without a server: any server's
+				// tool of that name, as the set wrote it.
+				found.Servers = nil
+			}
+			notes = append(notes, fmt.Sprintf("%q as %s", g.Tool, found))
+		}
+		cache[key] = result{found, ok}
+		if ok {
+			return found
+		}
+		return g
+	}
+	out, copied := items, false
+	for i, it := range items {
+		gold, alts := resolveAll(it.Gold, resolve), resolveAll(it.Alternatives, resolve)
+		if gold == nil && alts == nil {
+			continue
+		}
+		if !copied {
+			out, copied = slices.Clone(items), true
+		}
+		if gold != nil {
+			out[i].Gold = gold
+		}
+		if alts != nil {
+			out[i].Alternatives = alts
+		}
+	}
+	return out, notes
+}
+
+// resolveAll is ts through resolve, or nil when nothing changed.
+func resolveAll(ts []EvalTool, resolve func(EvalTool) EvalTool) []EvalTool {
+	var out []EvalTool
+	for i, g := range ts {
+		r := resolve(g)
+		if out == nil && (r.Tool != g.Tool || !slices.Equal(r.Servers, g.Servers)) {
+			out = slices.Clone(ts)
+		}
+		if out != nil {
+			out[i] = r
+		}
+	}
 	return out
+}
+
+// evalNameOf reports whether name names t in another form than its own
+// name: its model-facing base name, or either with its server in front.
+func evalNameOf(name string, t Tool) bool {
+	tool := []string{t.Original, sanitizeName(t.Original), t.Name}
+	if name == tool[1] {
+		return true
+	}
+	for _, srv := range []string{t.Server, sanitizeName(t.Server)} {
+		for _, sep := range evalPrefixSeps {
+			rest, ok := strings.CutPrefix(name, srv+sep)
+			if ok && srv != "" && slices.Contains(tool, rest) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ParseEvalItem reads one line: "query", "gold_tools" (names), optional

@@ -285,3 +285,60 @@ func TestLoadEvalItems(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveEvalTools: a set may name a gold tool with its server in
+// front or as the model sees it (sanitized, or qualified when two
+// servers offer it); each such name matched no tool before and counted as
+// a miss in every item.
+func TestResolveEvalTools(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry(
+		[]Tool{{Name: "get weather", Server: "alpha"}, {Name: "search", Server: "alpha"}, {Name: "files.read", Server: "alpha"}},
+		[]Tool{{Name: "get weather", Server: "beta"}, {Name: "create_issue", Server: "gh.com"}},
+		[]Tool{{Name: "get.weather", Server: "gamma"}, {Name: "send mail", Server: "gamma"}},
+		[]Tool{{Name: "send mail", Server: "delta"}},
+	)
+	tests := []struct {
+		name, want string // want: the tool as EvalTool.String, "" when left as it is
+		servers    []string
+	}{
+		{name: "alpha/search", want: "alpha/search"},
+		{name: "alpha__search", want: "alpha/search"},
+		{name: "alpha.search", want: "alpha/search"},
+		{name: "alpha:search", want: "alpha/search"},
+		{name: "gh.com/create_issue", want: "gh.com/create_issue"},
+		{name: "gh_com__create_issue", want: "gh.com/create_issue"}, // the server as the model sees it
+		{name: "alpha/get weather", want: "alpha/get weather"},
+		{name: "beta/get_weather", want: "beta/get weather"},
+		{name: "alpha.files.read", want: "alpha/files.read"},
+		{name: "get_weather", want: ""},                             // "get weather" and "get.weather" both: left
+		{name: "alpha/search", servers: []string{"beta"}, want: ""}, // not on the servers the set names
+		{name: "delta/search", want: ""},
+		{name: "files_read", want: ""},         // the model-facing name: matched as it is
+		{name: "search", want: ""},             // its own name: as it is
+		{name: "alpha__get_weather", want: ""}, // the model-facing name: matched as it is
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := EvalTool{Tool: tt.name, Servers: tt.servers}
+			items := []EvalItem{{Query: "q", Gold: []EvalTool{g}, Alternatives: []EvalTool{g}}}
+			got, notes := ResolveEvalTools(items, reg.List())
+			if items[0].Gold[0].String() != g.String() {
+				t.Fatalf("the items given were changed: %v", items[0].Gold)
+			}
+			want := tt.want
+			if want == "" {
+				want = g.String()
+				if len(notes) != 0 {
+					t.Errorf("notes %q for a name left as it is", notes)
+				}
+			} else if len(notes) != 1 {
+				t.Errorf("notes %q, want one", notes)
+			}
+			if got[0].Gold[0].String() != want || got[0].Alternatives[0].String() != want {
+				t.Errorf("gold %v, alternative %v, want %s", got[0].Gold, got[0].Alternatives, want)
+			}
+		})
+	}
+}
