@@ -43,8 +43,9 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	for {
 		if err := parseFlags(fs, args, "worker search-eval [--json] [--k 1,5,10] [--half choose|report] [--misses] [--embed-model M [--embed-weight W]] QUERIES.jsonl CATALOG.json...",
 			"Recall@k and hit@k of search_tools' ranking (the loop's own index and code) on a retrieval set.\n"+
-				"QUERIES.jsonl: one {\"query\", \"gold_tools\": [...]} a line (optional \"gold\": [{\"tool\", \"servers\"}],\n"+
-				"\"acceptable_alternatives\"); each query is one search with the whole request.\n"+
+				"QUERIES.jsonl: one {\"query\", \"gold_tools\": [...]} a line, or a JSON array of them (optional\n"+
+				"\"gold\": [{\"tool\", \"servers\"}], \"acceptable_alternatives\"); a tool may be named \"server/tool\".\n"+
+				"Each query is one search with the whole request.\n"+
 				"CATALOG.json: a tools/list result, each file one server ({\"server\", \"tools\": [...]}, an\n"+
 				"aggregated file with \"tool_server\", a bare array or a JSON-RPC response).", stdout); err != nil {
 			return err

@@ -1,13 +1,15 @@
 package toolcache
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -197,103 +199,274 @@ func evalNameOf(name string, t Tool) bool {
 	return false
 }
 
-// ParseEvalItem reads one line: "query", "gold_tools" (names), optional
-// "gold" ([{tool, servers}], which says where each gold tool lives) and
-// optional "acceptable_alternatives" (names, {tool, servers} objects, or
-// lists of either).
-func ParseEvalItem(line []byte) (EvalItem, error) {
+// UnmarshalJSON reads a tool as a set may name it: {"tool" or "name",
+// "servers" (a list or one name) or "server"}. Without a name it is an
+// error: dropped, its item lost a gold tool (or all of them, and was not
+// scored) without a word.
+func (g *EvalTool) UnmarshalJSON(b []byte) error {
 	var raw struct {
-		ID        string            `json:"id"`
-		Query     string            `json:"query"`
-		GoldTools []string          `json:"gold_tools"`
-		Gold      []EvalTool        `json:"gold"`
-		Alts      []json.RawMessage `json:"acceptable_alternatives"`
+		Tool    string          `json:"tool"`
+		Name    string          `json:"name"`
+		Servers json.RawMessage `json:"servers"`
+		Server  string          `json:"server"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("want {\"tool\", \"servers\"}: %s", jsonErr(err))
+	}
+	*g = EvalTool{Tool: cmp.Or(raw.Tool, raw.Name)}
+	if strings.TrimSpace(g.Tool) == "" {
+		return fmt.Errorf(`%s: no "tool" (or "name")`, cut(string(b), 200))
+	}
+	if raw.Server != "" {
+		g.Servers = []string{raw.Server}
+	}
+	if !isNull(raw.Servers) {
+		var one string
+		if json.Unmarshal(raw.Servers, &one) == nil {
+			g.Servers = append(g.Servers, one)
+		} else if err := json.Unmarshal(raw.Servers, &g.Servers); err != nil {
+			return fmt.Errorf("tool %q: \"servers\": want a list of names: %s", g.Tool, jsonErr(err))
+		}
+	}
+	g.Servers = slices.DeleteFunc(g.Servers, func(s string) bool { return s == "" })
+	if len(g.Servers) == 0 {
+		g.Servers = nil
+	}
+	return nil
+}
+
+// jsonErr is an encoding/json error without the Go types it names
+// ("cannot unmarshal array into Go value of type struct { ID string ...").
+func jsonErr(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("%q is a JSON %s", te.Field, te.Value)
+		}
+		return "a JSON " + te.Value
+	}
+	return err.Error()
+}
+
+// evalJSONKind names the kind of JSON value b starts with.
+func evalJSONKind(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// ParseEvalItem reads one item: "query", "gold_tools" (names, or {tool,
+// servers} objects), optional "gold" ([{tool, servers}], which says where
+// each gold tool lives) and optional "acceptable_alternatives" (names,
+// {tool, servers} objects, lists of either, or an object mapping each
+// gold tool to its alternatives). A field in none of these forms is an
+// error, not dropped.
+func ParseEvalItem(line []byte) (EvalItem, error) {
+	if k := evalJSONKind(line); k != "an object" {
+		return EvalItem{}, fmt.Errorf(`want one JSON object {"query", "gold_tools"} per item, got %s`, k)
+	}
+	var raw struct {
+		ID        json.RawMessage `json:"id"`
+		Query     json.RawMessage `json:"query"`
+		GoldTools json.RawMessage `json:"gold_tools"`
+		Gold      json.RawMessage `json:"gold"`
+		Alts      json.RawMessage `json:"acceptable_alternatives"`
 	}
 	if err := json.Unmarshal(line, &raw); err != nil {
-		return EvalItem{}, err
+		return EvalItem{}, errors.New(jsonErr(err))
 	}
-	if strings.TrimSpace(raw.Query) == "" {
+	var it EvalItem
+	if !isNull(raw.Query) && json.Unmarshal(raw.Query, &it.Query) != nil {
+		return EvalItem{}, fmt.Errorf(`"query" is %s: want the request as a string`, evalJSONKind(raw.Query))
+	}
+	if strings.TrimSpace(it.Query) == "" {
 		// Scored, it would pass for a ranking that found nothing.
 		return EvalItem{}, errors.New(`no "query" (or only white space)`)
 	}
-	it := EvalItem{ID: raw.ID, Query: raw.Query}
-	seen := map[string]bool{}
-	for _, g := range raw.Gold {
-		if g.Tool != "" && !seen[g.Tool] {
-			seen[g.Tool] = true
+	if !isNull(raw.ID) && json.Unmarshal(raw.ID, &it.ID) != nil {
+		it.ID = string(bytes.TrimSpace(raw.ID)) // a number: as written
+	}
+	tools := func(field string, m json.RawMessage) ([]EvalTool, error) {
+		if isNull(m) {
+			return nil, nil
+		}
+		var one EvalTool
+		if json.Unmarshal(m, &one.Tool) == nil {
+			if one.Tool == "" {
+				return nil, nil
+			}
+			return []EvalTool{one}, nil
+		}
+		var list []json.RawMessage
+		if err := json.Unmarshal(m, &list); err != nil {
+			return nil, fmt.Errorf("%q is %s: want a list of tool names or {\"tool\", \"servers\"} objects", field, evalJSONKind(m))
+		}
+		var out []EvalTool
+		for i, e := range list {
+			var g EvalTool
+			switch {
+			case json.Unmarshal(e, &g.Tool) == nil:
+				if g.Tool == "" {
+					continue
+				}
+			case evalJSONKind(e) == "an object":
+				if err := json.Unmarshal(e, &g); err != nil {
+					return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
+				}
+			default:
+				return nil, fmt.Errorf("%s[%d] is %s: want a tool name or {\"tool\", \"servers\"}", field, i, evalJSONKind(e))
+			}
+			out = append(out, g)
+		}
+		return out, nil
+	}
+	gold, err := tools("gold", raw.Gold)
+	if err != nil {
+		return EvalItem{}, err
+	}
+	names, err := tools("gold_tools", raw.GoldTools)
+	if err != nil {
+		return EvalItem{}, err
+	}
+	// gold says where the tools of gold_tools live: a name is one gold
+	// tool, on any of the servers its entries name (gold may list a name
+	// once per server).
+	at := map[string]int{}
+	for _, g := range gold {
+		i, ok := at[g.Tool]
+		switch {
+		case !ok:
+			at[g.Tool] = len(it.Gold)
+			it.Gold = append(it.Gold, g)
+		case len(it.Gold[i].Servers) == 0 || len(g.Servers) == 0:
+			it.Gold[i].Servers = nil
+		default:
+			for _, srv := range g.Servers {
+				if !slices.Contains(it.Gold[i].Servers, srv) {
+					it.Gold[i].Servers = append(it.Gold[i].Servers, srv)
+				}
+			}
+		}
+	}
+	for _, g := range names {
+		if _, ok := at[g.Tool]; !ok {
+			at[g.Tool] = len(it.Gold)
 			it.Gold = append(it.Gold, g)
 		}
 	}
-	for _, name := range raw.GoldTools {
-		if name != "" && !seen[name] {
-			seen[name] = true
-			it.Gold = append(it.Gold, EvalTool{Tool: name})
-		}
-	}
-	var alt func(json.RawMessage)
-	alt = func(m json.RawMessage) {
-		m = bytes.TrimSpace(m)
+	var alt func(where string, m json.RawMessage) error
+	alt = func(where string, m json.RawMessage) error {
 		var s string
-		var t EvalTool
-		var list []json.RawMessage
-		switch {
-		case json.Unmarshal(m, &s) == nil && s != "":
-			it.Alternatives = append(it.Alternatives, EvalTool{Tool: s})
-		case len(m) > 0 && m[0] == '[' && json.Unmarshal(m, &list) == nil:
-			for _, e := range list {
-				alt(e)
+		switch evalJSONKind(m) {
+		case "null", "nothing":
+			return nil
+		case "a string":
+			if json.Unmarshal(m, &s) == nil && s != "" {
+				it.Alternatives = append(it.Alternatives, EvalTool{Tool: s})
 			}
-		case len(m) > 0 && m[0] == '{' && json.Unmarshal(m, &t) == nil && t.Tool != "":
-			it.Alternatives = append(it.Alternatives, t)
-		case len(m) > 0 && m[0] == '{':
-			// {"name": ...} or {"tools": [...]}
-			var o struct {
-				Name    string            `json:"name"`
-				Servers []string          `json:"servers"`
-				Tools   []json.RawMessage `json:"tools"`
+			return nil
+		case "an array":
+			var list []json.RawMessage
+			if err := json.Unmarshal(m, &list); err != nil {
+				return fmt.Errorf("%s: %s", where, jsonErr(err))
 			}
-			if json.Unmarshal(m, &o) == nil {
-				if o.Name != "" {
-					it.Alternatives = append(it.Alternatives, EvalTool{Tool: o.Name, Servers: o.Servers})
-				}
-				for _, e := range o.Tools {
-					alt(e)
+			for i, e := range list {
+				if err := alt(fmt.Sprintf("%s[%d]", where, i), e); err != nil {
+					return err
 				}
 			}
+			return nil
+		case "an object":
+			var o map[string]json.RawMessage
+			if err := json.Unmarshal(m, &o); err != nil {
+				return fmt.Errorf("%s: %s", where, jsonErr(err))
+			}
+			_, tool := o["tool"]
+			_, name := o["name"]
+			_, servers := o["servers"]
+			_, server := o["server"]
+			if list, ok := o["tools"]; ok && !tool && !name {
+				return alt(where+".tools", list) // {"tools": [...]}
+			}
+			if tool || name || servers || server {
+				var t EvalTool
+				if err := json.Unmarshal(m, &t); err != nil {
+					return fmt.Errorf("%s: %w", where, err)
+				}
+				it.Alternatives = append(it.Alternatives, t)
+				return nil
+			}
+			// {"gold tool": alternatives, ...}: hit@k counts any.
+			for _, k := range slices.Sorted(maps.Keys(o)) {
+				if err := alt(where+"."+k, o[k]); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
+		return fmt.Errorf("%s is %s: want tool names, {\"tool\", \"servers\"} objects or lists of them", where, evalJSONKind(m))
 	}
-	for _, a := range raw.Alts {
-		alt(a)
+	if err := alt("acceptable_alternatives", raw.Alts); err != nil {
+		return EvalItem{}, err
 	}
 	return it, nil
 }
 
-// LoadEvalItems reads a JSON-lines retrieval set.
+// LoadEvalItems reads a retrieval set: JSON lines (one item a line), or
+// any sequence of JSON objects (pretty-printed ones spanning lines), or a
+// JSON array of them. Errors name the line the item starts on.
 func LoadEvalItems(path string) ([]EvalItem, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("toolcache: read queries: %w", err)
 	}
-	defer f.Close()
-	var items []EvalItem
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if n == 1 {
-			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf")) // a byte order mark, as some editors write
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		it, err := ParseEvalItem(line)
-		if err != nil {
-			return nil, fmt.Errorf("toolcache: %s line %d: %w", path, n, err)
-		}
-		items = append(items, it)
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a byte order mark, as some editors write
+	lineAt := func(off int64) int {
+		rest := data[off:]
+		off += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
+		return 1 + bytes.Count(data[:off], []byte("\n"))
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("toolcache: read queries: %w", err)
+	var items []EvalItem
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		start := dec.InputOffset()
+		var v json.RawMessage
+		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("toolcache: %s line %d: %w", path, lineAt(start), err)
+		}
+		elems := []json.RawMessage{v}
+		inArray := evalJSONKind(v) == "an array"
+		if inArray {
+			elems = nil
+			_ = json.Unmarshal(v, &elems) // valid JSON: Decode said so
+		}
+		for i, e := range elems {
+			it, err := ParseEvalItem(e)
+			if err != nil {
+				where := fmt.Sprintf("line %d", lineAt(start))
+				if inArray {
+					where += fmt.Sprintf(", item %d of the array", i+1)
+				}
+				return nil, fmt.Errorf("toolcache: %s %s: %w", path, where, err)
+			}
+			items = append(items, it)
+		}
 	}
 	return items, nil
 }

@@ -249,6 +249,26 @@ func TestLoadEvalItems(t *testing.T) {
 		{"no query", `{"id":"1","gold_tools":["a"]}`, `line 1: no "query"`},
 		{"blank query", "\n" + `{"id":"1","query":"  ","gold_tools":["a"]}`, `line 2: no "query"`},
 		{"not JSON", `{"id":"1","query":"q"}` + "\nnot json\n", "line 2: invalid character"},
+		// Each case below was dropped without a word, refused naming Go
+		// types, or refused where it can be read.
+		{"gold by name and server", `{"id":"1","query":"q","gold":[{"name":"a","server":"s"},{"tool":"b","servers":"t"},{"tool":"a","servers":["u"]}]}`,
+			"1:q:a@s+u,b@t|"},
+		{"gold without a name", `{"id":"1","query":"q","gold":[{"tool":"a"},{"servers":["s"]}]}`, `line 1: gold[1]: {"servers":["s"]}: no "tool" (or "name")`},
+		{"gold_tools as objects", `{"id":"1","query":"q","gold_tools":[{"tool":"a","servers":["s"]},"b"]}`, "1:q:a@s,b|"},
+		{"gold_tools one name", `{"id":"1","query":"q","gold_tools":"a"}`, "1:q:a|"},
+		{"gold_tools a number", `{"id":"1","query":"q","gold_tools":[1]}`, `line 1: gold_tools[0] is a number: want a tool name`},
+		{"alternatives by gold tool", `{"id":"1","query":"q","gold_tools":["a"],"acceptable_alternatives":{"a":["x",{"tool":"y","server":"s"}],"b":"z"}}`,
+			"1:q:a|x,y@s,z"},
+		{"alternative a number", `{"id":"1","query":"q","gold_tools":["a"],"acceptable_alternatives":["x",2]}`,
+			"line 1: acceptable_alternatives[1] is a number: want tool names"},
+		{"alternative without a name", `{"id":"1","query":"q","acceptable_alternatives":[{"servers":["s"]}]}`,
+			`line 1: acceptable_alternatives[0]: {"servers":["s"]}: no "tool" (or "name")`},
+		{"query not a string", `{"id":"1","query":["hi"],"gold_tools":["a"]}`, `line 1: "query" is an array: want the request as a string`},
+		{"numeric id", `{"id":7,"query":"q","gold_tools":["a"]}`, "7:q:a|"},
+		{"a JSON array", "[\n" + `{"id":"1","query":"q one","gold_tools":["a"]},` + "\n" + `{"id":"2","query":"q two","gold_tools":["b"]}` + "\n]\n", "1:q one:a|;2:q two:b|"},
+		{"an array of arrays", `[["q"]]`, `line 1, item 1 of the array: want one JSON object {"query", "gold_tools"} per item, got an array`},
+		{"pretty-printed", "{\n  \"id\": \"1\",\n  \"query\": \"q\",\n  \"gold_tools\": [\"a\"]\n}\n{\n  \"id\": \"2\"\n}\n", `line 6: no "query"`},
+		{"a line of a string", `"q"`, `line 1: want one JSON object {"query", "gold_tools"} per item, got a string`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
