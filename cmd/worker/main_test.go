@@ -546,12 +546,12 @@ func TestUnknownFlagsOneLine(t *testing.T) {
 		{[]string{"serve"}, 2, `worker: unknown command "serve" (see worker --help)`},
 		{[]string{"tools", "--bogus"}, 1, "worker: tools: flag provided but not defined: -bogus (usage: worker tools [-markdown])"},
 		{[]string{"tokens", "-x", "a.json"}, 1, "worker: tokens: flag provided but not defined: -x (usage: worker tokens [-markdown] CATALOG.json...)"},
-		{[]string{"search-eval", "--nope"}, 1, "worker: search-eval: flag provided but not defined: -nope (usage: worker search-eval"},
+		{[]string{"search-eval", "--nope"}, 2, "worker: search-eval: flag provided but not defined: -nope (usage: worker search-eval"},
 		// A typo is named with what it stands for.
 		{[]string{"serach-eval"}, 2, `worker: unknown command "serach-eval"; did you mean worker search-eval? (see worker --help)`},
 		{[]string{"Tokens"}, 2, `worker: unknown command "Tokens"; did you mean worker tokens?`},
 		{[]string{"tokens", "--markdwn", "a.json"}, 1, "worker: tokens: flag provided but not defined: -markdwn (did you mean --markdown?) (usage:"},
-		{[]string{"search-eval", "--mises"}, 1, "worker: search-eval: flag provided but not defined: -mises (did you mean --misses?) (usage:"},
+		{[]string{"search-eval", "--mises"}, 2, "worker: search-eval: flag provided but not defined: -mises (did you mean --misses?) (usage:"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()

@@ -48,7 +48,10 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 				"Each query is one search with the whole request.\n"+
 				"CATALOG.json: a tools/list result, each file one server ({\"server\", \"tools\": [...]}, an\n"+
 				"aggregated file with \"tool_server\", a bare array or a JSON-RPC response).", stdout); err != nil {
-			return err
+			if errors.Is(err, errHelped) {
+				return err
+			}
+			return usageError{err}
 		}
 		if fs.NArg() == 0 {
 			break
@@ -59,14 +62,19 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	weighted := false
 	fs.Visit(func(f *flag.Flag) { weighted = weighted || f.Name == "embed-weight" })
 	if weighted && *embedModel == "" {
-		return errors.New("search-eval: --embed-weight weighs the vectors of --embed-model, which is not given")
+		return usageError{errors.New("search-eval: --embed-weight weighs the vectors of --embed-model, which is not given")}
 	}
 	ks, err := parseKs(*kList)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	if len(files) < 2 {
-		return errors.New("search-eval: name a queries file and at least one catalog file")
+		return usageError{errors.New("search-eval: name a queries file and at least one catalog file")}
+	}
+	for _, f := range files {
+		if err := evalFileArg(f); err != nil {
+			return usageError{err}
+		}
 	}
 	items, err := toolcache.LoadEvalItems(files[0])
 	if err != nil {
@@ -78,7 +86,7 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 		want := map[string]int{"choose": 0, "report": 1}
 		h, ok := want[strings.ToLower(*half)] // in any case, as the worker's settings
 		if !ok {
-			return fmt.Errorf("search-eval: --half %q: want choose or report", *half)
+			return usageError{fmt.Errorf("search-eval: --half %q: want choose or report", *half)}
 		}
 		items = slices.DeleteFunc(items, func(it toolcache.EvalItem) bool { return toolcache.EvalHalf(it) != h })
 	}
@@ -158,7 +166,7 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	runs, fallbacks := 3, 0
 	if *embedModel != "" {
 		if err := toolcache.CheckVectorWeight(*embedWeight); err != nil {
-			return fmt.Errorf("search-eval: --embed-weight: %w", err)
+			return usageError{fmt.Errorf("search-eval: --embed-weight: %w", err)}
 		}
 		base := os.Getenv("OPENAI_BASE_URL")
 		if base == "" {
@@ -213,6 +221,32 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "latency per search: p50 %.0f µs, p99 %.0f µs\n", us(res.P50), us(res.P99))
 	return err
+}
+
+// usageError is a command line search-eval cannot run: run exits 2 for
+// it, as for an unknown command, and 1 for what the files hold. Every
+// error exited 1: a script could not tell a mistyped flag or file name
+// from a set that failed to load.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// evalFileArg refuses a file argument that is no file: a directory (the
+// catalogs' directory instead of its files) or a name that does not exist
+// (a shell pattern that matched nothing is passed on as written).
+func evalFileArg(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil && strings.ContainsAny(path, "*?["):
+		return fmt.Errorf("search-eval: %s: no such file (a pattern that matched nothing?)", path)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("search-eval: %s: no such file", path)
+	case err != nil:
+		return fmt.Errorf("search-eval: %w", err)
+	case fi.IsDir():
+		return fmt.Errorf("search-eval: %s is a directory: name its files (%s)", path, filepath.Join(path, "*.json"))
+	}
+	return nil
 }
 
 // writeMisses lists the gold tools not in the first k, one a line, under

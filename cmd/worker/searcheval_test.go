@@ -378,3 +378,43 @@ func TestSearchEvalGoldNames(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchEvalUsage: a command line search-eval cannot run exits 2 with
+// one line saying why (it exited 1, as a file that failed to load does);
+// a directory or a pattern that matched nothing is named as such.
+func TestSearchEvalUsage(t *testing.T) {
+	t.Parallel()
+	p := evalFiles(t, map[string]string{
+		"q.jsonl":  `{"query":"read a file","gold_tools":["read_file"]}` + "\n",
+		"c.json":   `{"server":"fs","tools":[{"name":"read_file","description":"Read a file."}]}`,
+		"bad.json": `{"server":"fs"}`,
+	})
+	dir := filepath.Dir(p["c.json"])
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown flag", []string{"--nope", p["q.jsonl"], p["c.json"]}, 2, "flag provided but not defined: -nope"},
+		{"k 0", []string{"--k", "0", p["q.jsonl"], p["c.json"]}, 2, `--k "0": want positive integers`},
+		{"k empty", []string{"--k", "", p["q.jsonl"], p["c.json"]}, 2, `--k "": want positive integers`},
+		{"no catalog", []string{p["q.jsonl"]}, 2, "name a queries file and at least one catalog file"},
+		{"half", []string{"--half", "x", p["q.jsonl"], p["c.json"]}, 2, `--half "x": want choose or report`},
+		{"weight without a model", []string{"--embed-weight", "2", p["q.jsonl"], p["c.json"]}, 2, "which is not given"},
+		{"weight out of range", []string{"--embed-model", "m", "--embed-weight", "0", p["q.jsonl"], p["c.json"]}, 2, "--embed-weight"},
+		{"a directory", []string{p["q.jsonl"], dir}, 2, dir + " is a directory: name its files (" + filepath.Join(dir, "*.json") + ")"},
+		{"no such file", []string{p["q.jsonl"], filepath.Join(dir, "nope.json")}, 2, "nope.json: no such file\n"},
+		{"a pattern", []string{p["q.jsonl"], filepath.Join(dir, "*.catalog")}, 2, "*.catalog: no such file (a pattern that matched nothing?)"},
+		{"queries a directory", []string{dir, p["c.json"]}, 2, " is a directory"},
+		{"a catalog with no tools array", []string{p["q.jsonl"], p["bad.json"]}, 1, `no "tools" array`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := runEval(t, tt.args...)
+			if code != tt.code || out != "" || !strings.Contains(errs, tt.want) || strings.Count(errs, "\n") != 1 {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and one line with %q", code, out, errs, tt.code, tt.want)
+			}
+		})
+	}
+}
