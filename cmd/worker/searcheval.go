@@ -100,22 +100,61 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("search-eval: %s: no item with gold tools (%d items read): nothing to measure", where, len(items))
 	}
+	type catFile struct {
+		path  string
+		tools []toolcache.Tool
+	}
+	var cats []catFile
+	var seen []os.FileInfo
+	for _, path := range files[1:] {
+		// One file named twice (a pattern and its file, or a file given
+		// again) is read once.
+		if fi, err := os.Stat(path); err == nil {
+			if i := slices.IndexFunc(seen, func(o os.FileInfo) bool { return os.SameFile(o, fi) }); i >= 0 {
+				fmt.Fprintf(stderr, "search-eval: note: %s is %s given again; read once\n", path, cats[i].path)
+				continue
+			}
+			seen = append(seen, fi)
+		}
+		_, tools, skipped, err := toolcache.LoadCatalogAsServed(path)
+		if err != nil {
+			return err
+		}
+		noteSkipped(stderr, "search-eval", path, skipped)
+		cats = append(cats, catFile{path, tools})
+	}
+	// A file without a "server" is the server named by the file. Two
+	// files of one name (servers/github/tools.json and
+	// servers/slack/tools.json) were one server "tools" before, the
+	// second's tools of a name the first has dropped as captured twice:
+	// such files are named by their directories instead.
+	paths := make([]string, len(cats))
+	for i, c := range cats {
+		if slices.ContainsFunc(c.tools, func(t toolcache.Tool) bool { return t.Server == "" }) {
+			paths[i] = c.path
+		}
+	}
+	names := unnamedServers(paths)
+	var renamed []string
+	for i, c := range cats {
+		if paths[i] != "" && names[i] != strings.TrimSuffix(filepath.Base(c.path), filepath.Ext(c.path)) {
+			renamed = append(renamed, fmt.Sprintf("%s as %q", c.path, names[i]))
+		}
+	}
+	if len(renamed) > 0 {
+		fmt.Fprintf(stderr, "search-eval: note: files without a \"server\" that share a file name are named by their directories: %s\n", strings.Join(renamed, ", "))
+	}
 	var lists [][]toolcache.Tool
 	// A server name is one server, as in the worker's MCP servers file: a
 	// tool that an earlier catalog file gives the same server already (two
 	// captures of one server) is left out, or the index would hold it
 	// twice under one model-facing name.
 	have := map[[2]string]bool{}
-	for _, path := range files[1:] {
-		_, tools, skipped, err := toolcache.LoadCatalogAsServed(path)
-		if err != nil {
-			return err
-		}
-		noteSkipped(stderr, "search-eval", path, skipped)
-		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	for ci, c := range cats {
+		tools := c.tools
 		for i := range tools {
 			if tools[i].Server == "" {
-				tools[i].Server = name
+				tools[i].Server = names[ci]
 			}
 		}
 		dup := map[string]int{}
@@ -130,7 +169,7 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 			have[[2]string{t.Server, t.Name}] = true
 		}
 		for _, srv := range slices.Sorted(maps.Keys(dup)) {
-			fmt.Fprintf(stderr, "search-eval: note: %d tools of server %q in %s are in an earlier catalog already; indexed once\n", dup[srv], srv, path)
+			fmt.Fprintf(stderr, "search-eval: note: %d tools of server %q in %s are in an earlier catalog already; indexed once\n", dup[srv], srv, c.path)
 		}
 		lists = append(lists, tools)
 	}
@@ -212,7 +251,7 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d items with gold tools, %d tools in %d catalog files (index built in %s)\n",
-		res.Items, reg.Count(), len(files)-1, build.Round(time.Microsecond))
+		res.Items, reg.Count(), len(cats), build.Round(time.Microsecond))
 	for i, k := range res.Ks {
 		fmt.Fprintf(stdout, "recall@%-3d %.3f   hit@%-3d %.3f\n", k, res.Recall[i], k, res.Hit[i])
 	}
@@ -221,6 +260,43 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "latency per search: p50 %.0f µs, p99 %.0f µs\n", us(res.P50), us(res.P99))
 	return err
+}
+
+// unnamedServers names the servers of catalog files without a "server"
+// (paths, "" for a file that has one): by the file's name, or when
+// several different files share that name, by their directory's, or by
+// their path when those are shared too.
+func unnamedServers(paths []string) []string {
+	levels := []func(string) string{
+		func(p string) string { return strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)) },
+		func(p string) string { return filepath.Base(filepath.Dir(p)) },
+		func(p string) string { p = filepath.Clean(p); return strings.TrimSuffix(p, filepath.Ext(p)) },
+	}
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		if p != "" {
+			names[i] = levels[0](p)
+		}
+	}
+	for _, name := range levels[1:] {
+		count := map[string]int{}
+		for i, p := range paths {
+			if p != "" {
+				count[names[i]]++
+			}
+		}
+		next, clash := slices.Clone(names), false
+		for i, p := range paths {
+			if p != "" && count[names[i]] > 1 {
+				next[i], clash = name(p), true
+			}
+		}
+		if !clash {
+			break
+		}
+		names = next
+	}
+	return names
 }
 
 // usageError is a command line search-eval cannot run: run exits 2 for

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -414,6 +415,70 @@ func TestSearchEvalUsage(t *testing.T) {
 			code, out, errs := runEval(t, tt.args...)
 			if code != tt.code || out != "" || !strings.Contains(errs, tt.want) || strings.Count(errs, "\n") != 1 {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and one line with %q", code, out, errs, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnnamedServers: catalog files without a "server" are named by their
+// file, and files that share a file name by their directories (or paths).
+func TestUnnamedServers(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name        string
+		paths, want []string
+	}{
+		{"distinct", []string{"a/gh.json", "", "b/slack.json"}, []string{"gh", "", "slack"}},
+		{"one file name", []string{"s/gh/tools.json", "s/slack/tools.json", "x.json"}, []string{"gh", "slack", "x"}},
+		{"one directory name", []string{"a/s/tools.json", "b/s/tools.json"}, []string{"a/s/tools", "b/s/tools"}},
+		{"a named file is not renamed", []string{"gh/tools.json", ""}, []string{"tools", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := unnamedServers(tt.paths); !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSearchEvalCatalogFiles: two different servers' files of one name
+// without a "server" (gh/tools.json, slack/tools.json) were one server
+// "tools", the second's "search" dropped as captured twice, and a gold
+// tool of slack found as gh's; one file given twice is read once.
+func TestSearchEvalCatalogFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(rel, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gh := write("gh/tools.json", `{"tools":[{"name":"search","description":"Search code in repositories."},{"name":"create_issue","description":"Create an issue."}]}`)
+	slack := write("slack/tools.json", `[{"name":"search","description":"Search messages in channels."},{"name":"post_message","description":"Post a message."}]`)
+	slack2 := write("slack.json", `[{"name":"search","description":"Search messages in channels."},{"name":"post_message","description":"Post a message."}]`)
+	q := write("q.jsonl", `{"query":"search code in repositories","gold":[{"tool":"search","servers":["slack"]}]}`+"\n")
+	for _, tt := range []struct {
+		name   string
+		files  []string
+		out    string // in stdout
+		recall float64
+		stderr string
+	}{
+		{"one file name", []string{gh, slack}, "4 tools in 2 catalog files", 1, `named by their directories: ` + gh + ` as "gh", ` + slack + ` as "slack"`},
+		{"a file twice", []string{slack2, slack2, dir + "/./slack.json"}, "2 tools in 1 catalog files", 1, dir + "/./slack.json is " + slack2 + " given again; read once"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := runEval(t, append([]string{"--k", "10", q}, tt.files...)...)
+			if code != 0 || !strings.Contains(out, tt.out) || !strings.Contains(out, fmt.Sprintf("recall@10  %.3f", tt.recall)) || !strings.Contains(errs, tt.stderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
 			}
 		})
 	}
