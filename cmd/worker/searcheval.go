@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,6 +100,17 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 			where += " (--half " + *half + ")"
 		}
 		return fmt.Errorf("search-eval: %s: no item with gold tools (%d items read): nothing to measure", where, len(items))
+	}
+	var nogold []string
+	for n, it := range items {
+		if len(it.Gold) == 0 {
+			nogold = append(nogold, cmp.Or(it.ID, fmt.Sprintf("item %d", n+1)))
+		}
+	}
+	if len(nogold) > 0 {
+		// "items" counts the others: said, so that a gold field misspelt
+		// in some items does not pass for a smaller set.
+		fmt.Fprintf(stderr, "search-eval: note: %d of %d items have no gold tools and are not scored: %s\n", len(nogold), len(items), firstOf(nogold, 10))
 	}
 	type catFile struct {
 		path  string
@@ -328,6 +340,10 @@ func evalFileArg(path string) error {
 // writeMisses lists the gold tools not in the first k, one a line, under
 // the item's request (cut to one line of at most 100 characters).
 func writeMisses(w io.Writer, misses []toolcache.EvalMiss, k int) {
+	if len(misses) == 0 {
+		fmt.Fprintf(w, "search-eval: every gold tool is in the first %d\n", k)
+		return
+	}
 	fmt.Fprintf(w, "search-eval: %d gold tools not in the first %d:\n", len(misses), k)
 	last := ""
 	for _, m := range misses {

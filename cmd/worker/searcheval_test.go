@@ -483,3 +483,31 @@ func TestSearchEvalCatalogFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchEvalNotes: items without gold tools are named on stderr (the
+// "items" figure silently counted only the others), and --misses with no
+// miss says so instead of "0 gold tools not in the first 10:".
+func TestSearchEvalNotes(t *testing.T) {
+	t.Parallel()
+	p := evalFiles(t, map[string]string{
+		"c.json": `{"server":"fs","tools":[{"name":"read_file","description":"Read a file."}]}`,
+		"q.jsonl": `{"id":"a","query":"read a file","gold_tools":["read_file"]}` + "\n" +
+			`{"id":"b","query":"read a file","gold_tool":["read_file"]}` + "\n" + `{"query":"x"}` + "\n",
+	})
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"no gold", []string{"--json"}, "search-eval: note: 2 of 3 items have no gold tools and are not scored: b, item 3\n"},
+		{"no miss", []string{"--json", "--misses"}, "search-eval: every gold tool is in the first 10\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := runEval(t, append(tt.args, p["q.jsonl"], p["c.json"])...)
+			if code != 0 || !strings.Contains(errs, tt.stderr) || !strings.Contains(out, `"items":1,`) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want stderr with %q", code, out, errs, tt.stderr)
+			}
+		})
+	}
+}
