@@ -98,7 +98,7 @@ func parseFlags(fs *flag.FlagSet, args []string, usage, about string, stdout io.
 		return errHelped
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w (usage: %s)", fs.Name(), flagHint(fs, err), usage)
+		return usageError{fmt.Errorf("%s: %w (usage: %s)", fs.Name(), flagHint(fs, err), usage)}
 	}
 	return nil
 }
@@ -473,7 +473,7 @@ func tokens(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return errors.New("tokens: name at least one catalog file")
+		return usageError{errors.New("tokens: name at least one catalog file")}
 	}
 	s, err := loadToolSettings()
 	if err != nil {

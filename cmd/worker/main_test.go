@@ -544,13 +544,13 @@ func TestUnknownFlagsOneLine(t *testing.T) {
 	}{
 		{[]string{"--bogus"}, 2, `worker: unknown command "--bogus" (see worker --help)`},
 		{[]string{"serve"}, 2, `worker: unknown command "serve" (see worker --help)`},
-		{[]string{"tools", "--bogus"}, 1, "worker: tools: flag provided but not defined: -bogus (usage: worker tools [-markdown])"},
-		{[]string{"tokens", "-x", "a.json"}, 1, "worker: tokens: flag provided but not defined: -x (usage: worker tokens [-markdown] CATALOG.json...)"},
+		{[]string{"tools", "--bogus"}, 2, "worker: tools: flag provided but not defined: -bogus (usage: worker tools [-markdown])"},
+		{[]string{"tokens", "-x", "a.json"}, 2, "worker: tokens: flag provided but not defined: -x (usage: worker tokens [-markdown] CATALOG.json...)"},
 		{[]string{"search-eval", "--nope"}, 2, "worker: search-eval: flag provided but not defined: -nope (usage: worker search-eval"},
 		// A typo is named with what it stands for.
 		{[]string{"serach-eval"}, 2, `worker: unknown command "serach-eval"; did you mean worker search-eval? (see worker --help)`},
 		{[]string{"Tokens"}, 2, `worker: unknown command "Tokens"; did you mean worker tokens?`},
-		{[]string{"tokens", "--markdwn", "a.json"}, 1, "worker: tokens: flag provided but not defined: -markdwn (did you mean --markdown?) (usage:"},
+		{[]string{"tokens", "--markdwn", "a.json"}, 2, "worker: tokens: flag provided but not defined: -markdwn (did you mean --markdown?) (usage:"},
 		{[]string{"search-eval", "--mises"}, 2, "worker: search-eval: flag provided but not defined: -mises (did you mean --misses?) (usage:"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -641,5 +641,33 @@ func TestToolsShowsLeftOutDefinitions(t *testing.T) {
 	}
 	if e := stderr.String(); !strings.Contains(e, "MCP tool definitions left out") || !strings.Contains(e, "bad_tool") {
 		t.Errorf("stderr does not name the left-out tool:\n%s", e)
+	}
+}
+
+// TestSubcommandsUsageExit2: every subcommand exits 2 for a command line
+// it cannot run and 1 for what its files hold (search-eval did; tokens and
+// tools exited 1 for both).
+func TestSubcommandsUsageExit2(t *testing.T) {
+	t.Parallel()
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"tokens"}, 2},
+		{[]string{"tokens", "--bogus", bad}, 2},
+		{[]string{"tools", "--markdown=maybe"}, 2},
+		{[]string{"tokens", bad}, 1},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr.String())
+			}
+		})
 	}
 }

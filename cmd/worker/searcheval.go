@@ -49,10 +49,7 @@ func searchEval(args []string, stdout, stderr io.Writer) error {
 				"Each query is one search with the whole request.\n"+
 				"CATALOG.json: a tools/list result, each file one server ({\"server\", \"tools\": [...]}, an\n"+
 				"aggregated file with \"tool_server\", a bare array or a JSON-RPC response).", stdout); err != nil {
-			if errors.Is(err, errHelped) {
-				return err
-			}
-			return usageError{err}
+			return err // errHelped, or a usageError
 		}
 		if fs.NArg() == 0 {
 			break
@@ -311,7 +308,7 @@ func unnamedServers(paths []string) []string {
 	return names
 }
 
-// usageError is a command line search-eval cannot run: run exits 2 for
+// usageError is a command line a subcommand cannot run: run exits 2 for
 // it, as for an unknown command, and 1 for what the files hold. Every
 // error exited 1: a script could not tell a mistyped flag or file name
 // from a set that failed to load.
