@@ -47,6 +47,11 @@ type searchAnswer struct {
 	servers []string
 	// down are the job's servers that are unavailable, named in a note.
 	down []toolcache.ServerStatus
+	// added counts the matching tools left out because their servers
+	// listed them after the job started (it cannot call them); addedNames
+	// are the first of them, named in a note.
+	added      int
+	addedNames []string
 }
 
 // serverNames are the servers of the job's catalog, sorted.
@@ -118,24 +123,79 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 		}
 	}
 	opts := toolcache.SearchOptions{Limit: limit, Server: server}
-	var res toolcache.SearchResult
-	if s, ok := ts.(toolSearcher); ok {
-		opts.Extra = r.own
-		res = s.SearchToolsContext(ctx, query, opts)
-	} else {
-		r.searchOnce.Do(func() { r.index = toolcache.NewSearchIndex(r.catalog) })
-		res = r.index.Search(query, opts)
-	}
-	a := searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer, semanticErr: res.SemanticErr, meant: meant}
-	for _, h := range res.Hits {
-		if e, ok := r.byName[h.Tool.Name]; ok {
-			a.hits = append(a.hits, searchHit{
-				Name: e.tool.Name, Server: e.tool.Server,
-				Description: OneLine(e.tool.Description), Call: r.callForm(e.tool),
-			})
+	search := func(n int) toolcache.SearchResult {
+		opts.Limit = n
+		if s, ok := ts.(toolSearcher); ok {
+			opts.Extra = r.own
+			return s.SearchToolsContext(ctx, query, opts)
 		}
+		r.searchOnce.Do(func() { r.index = toolcache.NewSearchIndex(r.catalog) })
+		return r.index.Search(query, opts)
 	}
-	return a
+	// The shared index is the pool's current catalog, which may have
+	// changed since the job started (list_changed): its hits are mapped
+	// onto the job's own tools, and those the job was not offered (added
+	// since) are left out, the search asked again for as many more.
+	var a searchAnswer
+	for n, tries := limit, 0; ; tries++ {
+		res := search(n)
+		a = searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer, semanticErr: res.SemanticErr, meant: meant}
+		skipped := 0
+		for _, h := range res.Hits {
+			e, ok := r.jobTool(h.Tool)
+			if !ok {
+				skipped++
+				if !res.Fallback { // the closest names are no matches
+					a.added++
+					if len(a.addedNames) < maxAddedNamed {
+						a.addedNames = append(a.addedNames, h.Tool.Name)
+					}
+				}
+				continue
+			}
+			if len(a.hits) < limit {
+				a.hits = append(a.hits, searchHit{
+					Name: e.tool.Name, Server: e.tool.Server,
+					Description: OneLine(e.tool.Description), Call: r.callForm(e.tool),
+				})
+			}
+		}
+		if len(a.hits) >= limit || skipped == 0 || len(res.Hits) < n || tries == maxSearchRetries {
+			return a
+		}
+		n = limit + skipped
+	}
+}
+
+// maxSearchRetries bounds the searches asked again for hits in place of
+// tools the job was not offered; maxAddedNamed bounds those named.
+const (
+	maxSearchRetries = 3
+	maxAddedNamed    = 5
+)
+
+// jobTool is the job's entry for a tool of the pool's current catalog:
+// the one of its name and server, or, when the catalog renamed it since
+// the job started (another server's new tool of the same name made both
+// server-qualified), the one of its server and server's own name. false
+// for a tool the job was not offered (its server listed it since).
+func (r *registry) jobTool(t toolcache.Tool) (*entry, bool) {
+	if e, ok := r.byName[t.Name]; ok && e.tool.Server == t.Server {
+		return e, true
+	}
+	if t.Server == "" {
+		return nil, false
+	}
+	r.originsOnce.Do(func() {
+		r.origins = map[[2]string]*entry{}
+		for _, ct := range r.catalog {
+			if e := r.byName[ct.Name]; e != nil && e.kind == kindMCP {
+				r.origins[[2]string{ct.Server, ct.Original}] = e
+			}
+		}
+	})
+	e, ok := r.origins[[2]string{t.Server, t.Original}]
+	return e, ok
 }
 
 // text is the answer as the model gets it: a note line when servers are
@@ -158,6 +218,23 @@ func (a searchAnswer) render(query, server string, left int, compact bool) strin
 			plural(len(a.down), "server is", "servers are"), plural(len(a.down), "its", "their"))
 	case len(a.down) > 0:
 		prefix = fmt.Sprintf("Note: %s: its tools are not in this job's catalog, so they are not among these.\n", downList(a.down))
+	}
+	switch {
+	case a.added > 0 && compact:
+		prefix += fmt.Sprintf("Note: %d matching %s listed after this job started; this job cannot call %s.\n", a.added,
+			plural(a.added, "tool was", "tools were"), plural(a.added, "it", "them"))
+	case a.added > 0:
+		quoted := make([]string, len(a.addedNames))
+		for i, n := range a.addedNames {
+			quoted[i] = quoteN(n, 80)
+		}
+		if more := a.added - len(a.addedNames); more > 0 {
+			quoted = append(quoted, fmt.Sprintf("and %d more", more))
+		}
+		prefix += fmt.Sprintf("Note: %d more %s (%s), but %s listed by %s after this job started, and a job can call only "+
+			"the tools it started with (a new job can call %s).\n", a.added, plural(a.added, "tool matches", "tools match"),
+			strings.Join(quoted, ", "), plural(a.added, "it was", "they were"), plural(a.added, "its server", "their servers"),
+			plural(a.added, "it", "them"))
 	}
 	if left > 0 {
 		prefix += fmt.Sprintf("Note: %d more %s not fit in the output; ask for fewer (limit) or search with narrower words.\n",

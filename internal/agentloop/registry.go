@@ -87,6 +87,11 @@ type registry struct {
 
 	serversOnce sync.Once
 	servers     []string // serverNames
+
+	// origins are the job's MCP tools by server and server's own name
+	// (jobTool), made on the first search that needs them.
+	originsOnce sync.Once
+	origins     map[[2]string]*entry
 }
 
 var toolNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

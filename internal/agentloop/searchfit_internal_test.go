@@ -63,6 +63,10 @@ func TestSearchAnswerFitsAtAnyLimit(t *testing.T) {
 		small = append(small, searchHit{Name: fmt.Sprintf("t%d", i), Description: "d", Call: fmt.Sprintf("t%d()", i)})
 	}
 	bigQuery := strings.Repeat("q", 100_000)
+	var names []string
+	for i := range maxAddedNamed {
+		names = append(names, fmt.Sprintf("new_%d_%s", i, strings.Repeat("x", 58)))
+	}
 	var downs []toolcache.ServerStatus
 	for i := range 25 {
 		downs = append(downs, toolcache.ServerStatus{Name: fmt.Sprintf("down_%d", i), State: "failed", Error: strings.Repeat("connection refused; ", 20)})
@@ -82,6 +86,8 @@ func TestSearchAnswerFitsAtAnyLimit(t *testing.T) {
 		{"unavailable servers, small hits", searchAnswer{hits: small, fallback: true, down: downs}, bigQuery},
 		{"unavailable servers, server meant, escaping", searchAnswer{hits: escaping, meant: strings.Repeat("m", 64), fallback: true, down: downs}, bigQuery},
 		{"one hit", searchAnswer{hits: long[:1], weak: true}, "x"},
+		{"tools listed since the job started", searchAnswer{hits: long, added: 12, addedNames: names, down: downs}, bigQuery},
+		{"only tools listed since", searchAnswer{added: 12, addedNames: names}, "x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
