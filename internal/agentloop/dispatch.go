@@ -67,7 +67,7 @@ func (j *job) prepare(tc llm.ToolCall) *call {
 		return c
 	}
 	if e.kind == kindCallTool {
-		args = unwrapStringArguments(args)
+		args = j.reg.callToolArguments(unwrapStringArguments(args))
 	}
 	c.args, c.targetArgs = args, args
 	if c.invalid = j.validateCall(e, args); len(c.invalid) > 0 || e.kind != kindCallTool {
@@ -198,6 +198,65 @@ func unwrapStringArguments(args json.RawMessage) json.RawMessage {
 		return args
 	}
 	return b
+}
+
+// argumentsAliases are the members models put a call_tool's arguments
+// in instead of "arguments" (OpenAI's function definitions say
+// "parameters", Anthropic's tool_use blocks "input").
+var argumentsAliases = []string{"args", "parameters", "params", "input"}
+
+// callToolArguments is call_tool's args with the tool's arguments where
+// the schema has them, when a model wrote them otherwise: without
+// "arguments" (a tool without parameters), beside "name" at the top
+// ({"name":"get_weather","city":"Oslo"}), or under an alias of it
+// ({"name":..., "parameters":{...}}) that the tool does not take as a
+// parameter. A call that also names its arguments, or names no tool,
+// is left as it is: its schema error says what is wrong. The tool's
+// arguments are then checked against its own schema, as any call's.
+func (r *registry) callToolArguments(args json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args
+	}
+	var name string
+	if _, has := m["arguments"]; has || json.Unmarshal(m["name"], &name) != nil {
+		return args
+	}
+	delete(m, "name")
+	inner, err := json.Marshal(m) // {} when name was all
+	if err != nil {
+		return args
+	}
+	if len(m) == 1 {
+		for k, v := range m {
+			if slices.Contains(argumentsAliases, k) && isObject(strings.TrimSpace(string(v))) && !r.takesParameter(name, k) {
+				inner = v
+			}
+		}
+	}
+	b, err := json.Marshal(map[string]any{"name": name, "arguments": json.RawMessage(inner)})
+	if err != nil {
+		return args
+	}
+	return b
+}
+
+// takesParameter says whether the catalog's tool name (as call_tool
+// resolves it) has a top-level parameter p.
+func (r *registry) takesParameter(name, p string) bool {
+	if n, ok := r.resolveCatalogName(name); ok {
+		name = n
+	}
+	e, ok := r.byName[name]
+	if !ok {
+		return false
+	}
+	var sch struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	_ = json.Unmarshal(parameters(e.tool), &sch)
+	_, ok = sch.Properties[p]
+	return ok
 }
 
 func jsonKind(v any) string {
