@@ -171,8 +171,9 @@ func isObject(s string) bool {
 // space, a namespace ("functions.", "default_api." ...), Harmony's channel
 // left after the name ("get_weather<|channel|>commentary"), the owning
 // server's name before it ("files__read_file", "files.read_file",
-// Claude Code's "mcp__files__read_file"), another letter case or '-' for
-// '_' ("get_sum" for "get-sum"). ok is false when the name is the job's already, or
+// Claude Code's "mcp__files__read_file"), the server's own name of a tool
+// offered server-qualified ("read_file" for "files__read_file"), another
+// letter case or '-' for '_' ("get_sum" for "get-sum"). ok is false when the name is the job's already, or
 // fits none or several: the unknown-tool error then tells the model the
 // closest names.
 func (r *registry) resolveName(name string) (string, bool) {
@@ -221,13 +222,15 @@ func (r *registry) resolve(name string, spaces ...map[string]*entry) (string, bo
 		}
 	}
 	// Another letter case, or '-' for '_' and back ("get_sum" for
-	// "get-sum"), when it fits one tool.
+	// "get-sum"), when it fits one tool; or the server's own name of a
+	// tool the catalog offers server-qualified ("read_file" for
+	// "files__read_file": the name its server's documentation uses).
 	fold := strings.NewReplacer("-", "_")
 	nf := fold.Replace(n)
 	match := ""
 	for _, sp := range spaces {
-		for cand := range sp {
-			if strings.EqualFold(fold.Replace(cand), nf) {
+		for cand, e := range sp {
+			if strings.EqualFold(fold.Replace(cand), nf) || (e.kind == kindMCP && strings.EqualFold(fold.Replace(e.tool.Original), nf)) {
 				if match != "" && match != cand {
 					return name, false // ambiguous
 				}
