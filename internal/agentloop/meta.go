@@ -778,12 +778,19 @@ func mustJSON(v any) string {
 }
 
 // callForm is how a search hit is called: its signature, and in code mode
-// the expression the code writes (the identifier may differ from the name).
+// the expression the code writes (the identifier may differ from the
+// name), its parameters in the one object the function takes, as
+// execute_code's index shows them: "await tools.x(a: string)" read as
+// positional parameters, and a script calling tools.x("Oslo") failed.
 func (r *registry) callForm(t toolcache.Tool) string {
 	sig := signature(t)
 	if r.code != nil {
 		if id, ok := r.code.Ident(t.Name); ok {
-			return "await tools." + id + strings.TrimPrefix(sig, t.Name)
+			params := strings.TrimSuffix(strings.TrimPrefix(sig, t.Name+"("), ")")
+			if params == "" {
+				return "await tools." + id + "()"
+			}
+			return "await tools." + id + "({" + params + "})"
 		}
 	}
 	return sig
