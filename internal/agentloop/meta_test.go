@@ -73,3 +73,33 @@ func TestMetaToolsMisused(t *testing.T) {
 		})
 	}
 }
+
+// The meta tool of the other mode called directly (call_tool in code
+// mode, execute_code in search mode), as models that know one do, was
+// answered with the closest names alone ("search_tools, execute_code,
+// lookup_order, ..."), which did not say how the job calls its tools.
+func TestOtherModesMetaTool(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		mode       agentloop.Mode
+		tool, args string
+		want       string
+	}{
+		{"call_tool in code mode", agentloop.ModeCode, "call_tool", `{"name":"echo","arguments":{"text":"hi"}}`,
+			`Error: unknown tool "call_tool": this job calls its tools from JavaScript: run a script with execute_code, in which each tool is an async function on tools (await tools.NAME({...args}))`},
+		{"execute_code in search mode", agentloop.ModeSearch, "execute_code", `{"code":"await tools.echo({text:'hi'})"}`,
+			`Error: unknown tool "execute_code": this job runs no code: call a tool with call_tool (name and arguments)`},
+	}
+	var ts testServer
+	tools := newToolSet(t, &ts, false)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out := firstToolAnswer(t, agentloop.Input{Task: "x", Mode: tc.mode, Tools: tools}, tc.tool, tc.args)
+			if !strings.HasPrefix(out, tc.want) {
+				t.Errorf("answer %q, want it to begin %q", out, tc.want)
+			}
+		})
+	}
+}

@@ -159,6 +159,18 @@ func (r *registry) unknownToolError(name string, direct bool) error {
 		return fmt.Errorf("%q is not a tool of the catalog: call it directly, as the tool of that name in your tools list "+
 			"(its definition is there), not through call_tool or get_tool_details", name)
 	}
+	if direct && r.meta != nil && r.byName[name] == nil {
+		// The meta tool of the other mode, which models that know one
+		// reach for: the closest names did not say how this job calls.
+		switch {
+		case r.code != nil && name == ToolCallTool:
+			return fmt.Errorf("unknown tool %q: this job calls its tools from JavaScript: run a script with %s, in which each tool "+
+				"is an async function on tools (await tools.NAME({...args})); search_tools finds them", name, ToolExecuteCode)
+		case r.code == nil && name == ToolExecuteCode:
+			return fmt.Errorf("unknown tool %q: this job runs no code: call a tool with %s (name and arguments); search_tools finds them",
+				name, ToolCallTool)
+		}
+	}
 	names := make([]string, 0, len(r.byName)+len(r.meta))
 	for n := range r.byName {
 		names = append(names, n)
