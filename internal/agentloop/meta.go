@@ -52,6 +52,9 @@ type searchAnswer struct {
 	// are the first of them, named in a note.
 	added      int
 	addedNames []string
+	// unmatched are words of the query no tool of the job has
+	// (SearchResult.Unmatched).
+	unmatched []string
 }
 
 // serverNames are the servers of the job's catalog, sorted.
@@ -139,7 +142,7 @@ func (r *registry) searchTools(ctx context.Context, ts ToolSet, query, server st
 	var a searchAnswer
 	for n, tries := limit, 0; ; tries++ {
 		res := search(n)
-		a = searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer, semanticErr: res.SemanticErr, meant: meant}
+		a = searchAnswer{fallback: res.Fallback, weak: res.Weak, badSrv: res.UnknownServer, semanticErr: res.SemanticErr, meant: meant, unmatched: res.Unmatched}
 		skipped := 0
 		for _, h := range res.Hits {
 			e, ok := r.jobTool(h.Tool)
@@ -273,6 +276,13 @@ func (a searchAnswer) render(query, server string, left int, compact bool) strin
 		note = "Note: no tool matches the query's words; these are the closest names.\n"
 	case a.fallback:
 		note = fmt.Sprintf("Note: no tool matches the words of %s; these are the closest names. Try other words.\n", quoteHead(query))
+	case len(a.unmatched) > 0 && compact:
+		note = fmt.Sprintf("Note: no tool mentions %s.\n", quoteWords(a.unmatched, 24))
+	case len(a.unmatched) > 0:
+		// Facts, not advice: an unmatched word may be a value (a name, a
+		// place) as well as a capability no tool has (a service, a format).
+		note = fmt.Sprintf("Note: no tool of this job mentions %s (nor a synonym); these match the other words.\n",
+			quoteWords(a.unmatched, 40))
 	case a.weak && compact:
 		note = "Note: these match only part of the request.\n"
 	case a.weak:
@@ -283,6 +293,15 @@ func (a searchAnswer) render(query, server string, left int, compact bool) strin
 		hits = []searchHit{}
 	}
 	return prefix + note + mustJSON(hits)
+}
+
+// quoteWords quotes words, each cut at n bytes, joined with commas.
+func quoteWords(ws []string, n int) string {
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = quoteN(w, n)
+	}
+	return strings.Join(q, ", ")
 }
 
 func plural(n int, one, many string) string {

@@ -48,6 +48,12 @@ func TestSearchToolsAnswers(t *testing.T) {
 			[]string{`Note: no server of this job is named "nnn`, `... (100000 bytes)`}, []string{strings.Repeat("n", 1000)}},
 		{"client tool ranked with MCP tools", `{"query":"look up the status of an order","limit":3}`,
 			[]string{`"name":"lookup_order"`}, nil},
+		// A word no tool has is named: the hits match the rest, and the
+		// model should not take them for it.
+		{"a word no tool has", `{"query":"weather on mars by telescope"}`,
+			[]string{`Note: no tool of this job mentions "mars", "telescope" (nor a synonym); these match the other words.`, `[{"name":"get_weather"`}, nil},
+		{"a word only a client tool has", `{"query":"order status by telescope"}`,
+			[]string{`Note: no tool of this job mentions "telescope" (nor a synonym)`, `"name":"lookup_order"`}, []string{`"order"`}},
 	}
 	var ts testServer
 	tools := newToolSet(t, &ts, false)

@@ -88,6 +88,7 @@ func TestSearchAnswerFitsAtAnyLimit(t *testing.T) {
 		{"one hit", searchAnswer{hits: long[:1], weak: true}, "x"},
 		{"tools listed since the job started", searchAnswer{hits: long, added: 12, addedNames: names, down: downs}, bigQuery},
 		{"only tools listed since", searchAnswer{added: 12, addedNames: names}, "x"},
+		{"words no tool has", searchAnswer{hits: escaping, unmatched: []string{strings.Repeat("w", 64), strings.Repeat("é", 32), "a", "b", "c"}, down: downs}, "x"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

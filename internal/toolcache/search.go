@@ -395,6 +395,14 @@ type SearchResult struct {
 	Weak bool
 	// UnknownServer: Server named no server of the index.
 	UnknownServer bool
+	// Unmatched are the words of a short query (a model's, not a whole
+	// task: at most maxUnmatchedQueryWords words) that no tool searched
+	// has, nor any of their synonyms or corrections ("email" in "send an
+	// email" where no tool speaks of mail), lower-cased, at most
+	// maxUnmatchedNamed: the hits match the rest, and a model should not
+	// take them for what it asked. SemanticIndex.Search does not set it:
+	// the vectors match beyond the words.
+	Unmatched []string
 	// SemanticErr: the query could not be embedded (SemanticIndex.Search),
 	// so this is the BM25F ranking alone.
 	SemanticErr error
@@ -495,6 +503,9 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 		// matching every query word once in its name would get.
 		top := res.Hits[0].Score
 		res.Weak = !math.IsInf(top, 1) && idfMass > 0 && top < idfMass*(ix.p.k1+1)/3*weakShare(q.words)
+		if !math.IsInf(top, 1) {
+			res.Unmatched = ix.unmatched(q, opts, srvWant)
+		}
 		return res
 	}
 	if opts.NoFallback || res.UnknownServer {
@@ -504,6 +515,60 @@ func (ix *SearchIndex) Search(query string, opts SearchOptions) SearchResult {
 	res.Hits = ix.fallback(query, opts, srvWant, limit)
 	return res
 }
+
+// unmatched lists the words of a short query that no tool the search
+// covers (opts' filter and server, and opts.Extra) has, by itself or
+// through an alternative of its group.
+func (ix *SearchIndex) unmatched(q analyzedQuery, opts SearchOptions, srvWant int32) []string {
+	if q.words > maxUnmatchedQueryWords || q.words < 2 {
+		return nil // one word: the hits (or the fallback) answer for it
+	}
+	matched := make([]bool, q.words)
+	for _, qt := range q.terms {
+		g := int(qt.group)
+		if g >= q.words || matched[g] {
+			continue // an entity's words, or a group already matched
+		}
+		for _, po := range ix.post[qt.id] {
+			if opts.Filter.ok(ix, po.doc) && (srvWant < 0 || ix.srvOf[po.doc] == srvWant) {
+				matched[g] = true
+				break
+			}
+		}
+	}
+	var extra map[string]bool
+	var out []string
+	for g, ok := range matched {
+		if ok {
+			continue
+		}
+		if extra == nil && len(opts.Extra) > 0 && opts.Server == "" {
+			extra = map[string]bool{}
+			for _, t := range opts.Extra {
+				names, descs := params(t.InputSchema)
+				for _, w := range ix.analyzeInto(nil, strings.Join(append([]string{t.Name, t.Title, t.Description, t.Server}, append(names, descs...)...), "\n"), false) {
+					extra[w] = true
+				}
+			}
+		}
+		if extra[q.stem[g]] {
+			continue
+		}
+		if len(out) == maxUnmatchedNamed {
+			break
+		}
+		out = append(out, q.raw[g])
+	}
+	return out
+}
+
+// maxUnmatchedQueryWords bounds the queries whose unmatched words are
+// named (a whole task's names and places match no tool and say nothing);
+// maxUnmatchedNamed bounds the words named.
+const (
+	maxUnmatchedQueryWords = 12
+	maxUnmatchedNamed      = 5
+)
 
 // maxNameBytes bounds the query looked up as a whole tool name.
 const maxNameBytes = 256

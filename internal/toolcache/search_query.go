@@ -33,6 +33,9 @@ type analyzedQuery struct {
 	terms   []queryTerm
 	words   int
 	unknown map[string]bool
+	// raw is each word group's first form as the request wrote it, stem
+	// its analysis (Unmatched names the words).
+	raw, stem []string
 }
 
 // maxQueryTerms bounds the request words searched for (see analyze).
@@ -137,7 +140,7 @@ func (ix *SearchIndex) analyze(text string) analyzedQuery {
 		qs = append(qs, alts...)
 		slices.SortStableFunc(qs, func(a, b queryTerm) int { return cmp.Compare(a.group, b.group) })
 	}
-	return analyzedQuery{terms: qs, words: len(words), unknown: unknown}
+	return analyzedQuery{terms: qs, words: len(words), unknown: unknown, raw: rawOf, stem: words}
 }
 
 // queryStopWord: words that say nothing about which tool a request needs.

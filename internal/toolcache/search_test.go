@@ -216,3 +216,42 @@ func TestSearchExtraOrderIsStable(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchUnmatched: the words of a short query that no tool searched
+// has, nor a synonym or a correction of them, are named.
+func TestSearchUnmatched(t *testing.T) {
+	t.Parallel()
+	ix := NewSearchIndex([]Tool{
+		{Server: "chat", Name: "send_message", Original: "send_message", Description: "Send a chat message to a channel."},
+		{Server: "mail", Name: "read_inbox", Original: "read_inbox", Description: "Read the mail inbox."},
+		{Server: "sky", Name: "get_weather", Original: "get_weather", Description: "Current weather for a city."},
+	})
+	noMail := ix.Filter(func(t Tool) bool { return t.Server != "mail" })
+	tests := []struct {
+		name  string
+		query string
+		opts  SearchOptions
+		want  string // the unmatched words, space-separated
+	}{
+		{"every word matched", "send a chat message", SearchOptions{}, ""},
+		{"a synonym matched", "send an email", SearchOptions{}, ""}, // email ~ mail
+		{"the job has no tool with it", "send an email", SearchOptions{Filter: noMail}, "email"},
+		{"another server's tool has it", "send an email", SearchOptions{Server: "chat"}, "email"},
+		{"words in no tool, lower-cased", "send Telegrams to Mars", SearchOptions{}, "telegrams mars"},
+		{"a typo is corrected, not named", "weathr in Oslo", SearchOptions{}, "oslo"},
+		{"a client tool has it", "send a telegram", SearchOptions{Extra: []Tool{{Name: "telegram_bot", Description: "Post to Telegram."}}}, ""},
+		{"one word: the hits answer for it", "telegram", SearchOptions{}, ""},
+		{"at most five named", "send zebra yak walrus vole urchin tapir", SearchOptions{}, "zebra yak walrus vole urchin"},
+		{"a whole task says nothing", "send the report to Anna, Bob, Carla, Dan, Eve, Fay, Gus, Hal, Ida, Jo and Kim", SearchOptions{}, ""},
+		{"an exact name", "send_message", SearchOptions{}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := ix.Search(tc.query, tc.opts)
+			if got := strings.Join(res.Unmatched, " "); got != tc.want {
+				t.Errorf("Search(%q).Unmatched = %q, want %q (hits %d)", tc.query, got, tc.want, len(res.Hits))
+			}
+		})
+	}
+}
