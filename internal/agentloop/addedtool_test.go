@@ -54,9 +54,6 @@ func TestToolAddedMidJobNamed(t *testing.T) {
 // delete_note; create_note answers once the pool has read the new list.
 func notesView(t *testing.T) *toolcache.View {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-
 	s := server.NewMCPServer("notes", "1.0.0", server.WithToolCapabilities(true))
 	added := make(chan struct{})
 	s.AddTool(mcp.NewToolWithRawSchema("create_note", "Create a note.", json.RawMessage(`{"type":"object"}`)),
@@ -74,16 +71,36 @@ func notesView(t *testing.T) *toolcache.View {
 				return nil, ctx.Err()
 			}
 		})
-	p, err := toolcache.NewPool(ctx, toolcache.Config{}, toolcache.WithLogger(slog.New(slog.DiscardHandler)),
-		toolcache.WithInProcessServer("notes", s, toolcache.ServerConfig{}))
+	return changingPoolView(t, func(r *toolcache.Registry) bool { return r.Has("delete_note") }, added, namedServer{"notes", s})
+}
+
+// namedServer is an in-process MCP server and the name the pool gives it.
+type namedServer struct {
+	name string
+	s    *server.MCPServer
+}
+
+// changingPoolView is a job's view of a pool of in-process servers whose
+// tool lists change while a job runs: ready is closed once the pool's
+// registry satisfies listed (the servers' new lists read), which a
+// server's handler waits for so that the next round sees them.
+func changingPoolView(t *testing.T, listed func(*toolcache.Registry) bool, ready chan struct{}, srvs ...namedServer) *toolcache.View {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	opts := []toolcache.Option{toolcache.WithLogger(slog.New(slog.DiscardHandler))}
+	for _, n := range srvs {
+		opts = append(opts, toolcache.WithInProcessServer(n.name, n.s, toolcache.ServerConfig{}))
+	}
+	p, err := toolcache.NewPool(ctx, toolcache.Config{}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	var once sync.Once
 	p.Registry().OnChange(func() {
-		if p.Registry().Has("delete_note") {
-			once.Do(func() { close(added) })
+		if listed(p.Registry()) {
+			once.Do(func() { close(ready) })
 		}
 	})
 	v, err := p.View(t.Name(), nil, nil, nil)
@@ -91,6 +108,5 @@ func notesView(t *testing.T) *toolcache.View {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = v.Close() })
-
 	return v
 }

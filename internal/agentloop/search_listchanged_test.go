@@ -3,10 +3,7 @@ package agentloop_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -69,8 +66,6 @@ func TestSearchAfterToolListChanged(t *testing.T) {
 // once the pool has read the new list.
 func changingView(t *testing.T) *toolcache.View {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
 	a := server.NewMCPServer("a", "1.0.0", server.WithToolCapabilities(true))
 	b := server.NewMCPServer("b", "1.0.0", server.WithToolCapabilities(true))
 	text := func(s string) server.ToolHandlerFunc {
@@ -96,22 +91,6 @@ func changingView(t *testing.T) *toolcache.View {
 				return nil, ctx.Err()
 			}
 		})
-	p, err := toolcache.NewPool(ctx, toolcache.Config{}, toolcache.WithLogger(slog.New(slog.DiscardHandler)),
-		toolcache.WithInProcessServer("a", a, toolcache.ServerConfig{}), toolcache.WithInProcessServer("b", b, toolcache.ServerConfig{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	var once sync.Once
-	p.Registry().OnChange(func() {
-		if p.Registry().Has("weather_alerts") && p.Registry().Has("b__get_weather") {
-			once.Do(func() { close(changed) })
-		}
-	})
-	v, err := p.View(t.Name(), nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = v.Close() })
-	return v
+	return changingPoolView(t, func(r *toolcache.Registry) bool { return r.Has("weather_alerts") && r.Has("b__get_weather") },
+		changed, namedServer{"a", a}, namedServer{"b", b})
 }
