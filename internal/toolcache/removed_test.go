@@ -95,3 +95,68 @@ func TestRemovedNamesBounded(t *testing.T) {
 		t.Error("the last removed name is not known")
 	}
 }
+
+// TestToolNameTakenByAnotherServerMidJob: a job was offered server b's
+// "gone"; b then dropped it and server a listed a tool of that name, the
+// only one now, so it is called "gone". The job's call of "gone", its
+// arguments written for b's tool, ran a's tool. It is now refused as b's
+// tool removed; a view made after the change calls a's.
+func TestToolNameTakenByAnotherServerMidJob(t *testing.T) {
+	t.Parallel()
+	a := server.NewMCPServer("a", "1", server.WithToolCapabilities(true))
+	a.AddTool(mcp.NewTool("ping"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("pong"), nil
+	})
+	b := server.NewMCPServer("b", "1", server.WithToolCapabilities(true))
+	b.AddTool(mcp.NewTool("gone"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("b's gone"), nil
+	})
+	b.AddTool(mcp.NewTool("swap"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		b.DeleteTools("gone")
+		a.AddTool(mcp.NewTool("gone"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("a's gone"), nil
+		})
+		return mcp.NewToolResultText("swapped"), nil
+	})
+	p := newTestPool(t, Config{}, WithInProcessServer("a", a, ServerConfig{}), WithInProcessServer("b", b, ServerConfig{}))
+	byKey := newTestView(t, p, nil, nil, nil) // offered its catalog through CatalogKey, as a job of the loop is
+	byKey.CatalogKey()
+	byTools := newTestView(t, p, nil, nil, nil)
+	byTools.Tools()
+	if got := call(t, byKey, "gone", nil).Text; got != "b's gone" {
+		t.Fatalf("gone before = %q", got)
+	}
+	changed := make(chan struct{}, 10)
+	p.Registry().OnChange(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	call(t, byKey, "swap", nil)
+	deadline := time.After(30 * time.Second)
+	for {
+		if g, ok := p.Registry().Get("gone"); ok && g.Server == "a" {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("a's gone not listed: %v", p.Registry().Names())
+		}
+	}
+	want := `unknown tool: "gone": its server "b" no longer lists it (removed after this job's tools were listed; the tool of that name now is "a"'s, another tool)`
+	for _, v := range []*View{byKey, byTools} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := v.CallTool(ctx, "gone", json.RawMessage(`{}`))
+		cancel()
+		if !errors.Is(err, ErrUnknownTool) || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("gone in view %s: %v; want it to end %q", v.jobID, err, want)
+		}
+	}
+	later := newTestView(t, p, nil, nil, nil)
+	later.CatalogKey()
+	if got := call(t, later, "gone", nil).Text; got != "a's gone" {
+		t.Errorf("gone in a view made after = %q", got)
+	}
+}

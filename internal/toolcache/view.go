@@ -34,6 +34,11 @@ type View struct {
 	// (nil with filterIx set: every tool).
 	filter   *Filter
 	filterIx *SearchIndex
+	// offered is the catalog version the job was offered (its first
+	// CatalogKey or Registry): a name it gave one server's tool that the
+	// pool now gives another server's is that tool gone, not the other
+	// (the job's arguments were written, and checked, for the first).
+	offered *snapshot
 }
 
 // jobSession is a View's own session to a per-job server.
@@ -81,6 +86,9 @@ func (v *View) Registry() *Registry {
 	snap := v.p.registry.current()
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.offered == nil {
+		v.offered = snap
+	}
 	if v.reg != nil && v.lastSnap == snap {
 		return v.reg
 	}
@@ -102,7 +110,13 @@ func (v *View) Registry() *Registry {
 // tools, so work derived from Tools can be shared between them; the
 // version changes when the pool's catalog does.
 func (v *View) CatalogKey() (version uint64, selection string) {
-	version = v.p.registry.Version()
+	snap := v.p.registry.current()
+	version = snap.version
+	v.mu.Lock()
+	if v.offered == nil {
+		v.offered = snap
+	}
+	v.mu.Unlock()
 	var b strings.Builder
 	if v.servers != nil {
 		names := make([]string, 0, len(v.servers))
@@ -220,6 +234,22 @@ func (v *View) CallToolChecked(ctx context.Context, name string, args json.RawMe
 	return v.p.maskResult(res), scrub(opError("call "+name, err), v.p.secrets)
 }
 
+// offeredTool is the tool the catalog the job was offered gave name, when
+// the view keeps it.
+func (v *View) offeredTool(name string) (Tool, bool) {
+	v.mu.Lock()
+	s := v.offered
+	v.mu.Unlock()
+	if s == nil {
+		return Tool{}, false
+	}
+	i, ok := s.byName[name]
+	if !ok || !v.keeps(s.tools[i]) {
+		return Tool{}, false
+	}
+	return s.tools[i], true
+}
+
 // MaskSecrets is s with the credentials of the pool's servers' configs
 // masked, as in the errors of calls (the rule of errors and logs, not the
 // narrower one of answers). The loop masks with it what it shows of a
@@ -236,6 +266,13 @@ func (v *View) callTool(ctx context.Context, name string, args json.RawMessage) 
 		// are server-qualified now) is still the one it was offered.
 		t, ok = v.p.registry.renamed(name)
 		ok = ok && v.keeps(t)
+	}
+	if was, offered := v.offeredTool(name); ok && offered && (was.Server != t.Server || was.Original != t.Original) {
+		// The server that listed it dropped it, and another server's tool
+		// now has its name: calling that one would run another tool with
+		// arguments meant for this one.
+		return Result{}, fmt.Errorf("%w: %q: its server %q no longer lists it (removed after this job's tools were listed; the tool of that name now is %q's, another tool)",
+			ErrUnknownTool, name, was.Server, t.Server)
 	}
 	if !ok {
 		if gone, removed := v.p.registry.removedTool(name); removed && v.keeps(gone) {
