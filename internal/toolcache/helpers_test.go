@@ -483,3 +483,26 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// callUntil calls name on v, a tool that changes what servers list, and
+// waits until the pool's registry has read the change (done says so;
+// what names it, for the failure).
+func callUntil(t *testing.T, p *Pool, v *View, name string, args any, what string, done func(*Registry) bool) {
+	t.Helper()
+	changed := make(chan struct{}, 10)
+	p.Registry().OnChange(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	call(t, v, name, args)
+	deadline := time.After(30 * time.Second)
+	for !done(p.Registry()) {
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("not %s after 30 s: %v", what, p.Registry().Names())
+		}
+	}
+}

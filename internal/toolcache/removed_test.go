@@ -46,22 +46,7 @@ func TestToolRemovedMidJob(t *testing.T) {
 	if got := call(t, all, "gone", nil).Text; got != "still here" {
 		t.Fatalf("gone before = %q", got)
 	}
-	changed := make(chan struct{}, 10)
-	p.Registry().OnChange(func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	})
-	call(t, all, "drop", nil)
-	deadline := time.After(30 * time.Second)
-	for p.Registry().Has("gone") {
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("gone still listed: %v", p.Registry().Names())
-		}
-	}
+	callUntil(t, p, all, "drop", nil, "gone dropped", func(r *Registry) bool { return !r.Has("gone") })
 	cases := []struct {
 		view *View
 		want string
@@ -126,25 +111,10 @@ func TestToolNameTakenByAnotherServerMidJob(t *testing.T) {
 	if got := call(t, byKey, "gone", nil).Text; got != "b's gone" {
 		t.Fatalf("gone before = %q", got)
 	}
-	changed := make(chan struct{}, 10)
-	p.Registry().OnChange(func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
+	callUntil(t, p, byKey, "swap", nil, "a's gone listed", func(r *Registry) bool {
+		g, ok := r.Get("gone")
+		return ok && g.Server == "a"
 	})
-	call(t, byKey, "swap", nil)
-	deadline := time.After(30 * time.Second)
-	for {
-		if g, ok := p.Registry().Get("gone"); ok && g.Server == "a" {
-			break
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("a's gone not listed: %v", p.Registry().Names())
-		}
-	}
 	want := `unknown tool: "gone": its server "b" no longer lists it (removed after this job's tools were listed; the tool of that name now is "a"'s, another tool)`
 	for _, v := range []*View{byKey, byTools} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -42,22 +42,7 @@ func TestToolRenamedMidJob(t *testing.T) {
 	if got := call(t, all, "echo", map[string]any{"text": "before"}).Text; got != "before" {
 		t.Fatalf("echo before = %q", got)
 	}
-	changed := make(chan struct{}, 10)
-	p.Registry().OnChange(func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	})
-	call(t, all, "adder", map[string]any{"name": "echo"})
-	deadline := time.After(30 * time.Second)
-	for !p.Registry().Has("a__echo") {
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("echo not qualified: %v", p.Registry().Names())
-		}
-	}
+	callUntil(t, p, all, "adder", map[string]any{"name": "echo"}, "echo qualified", func(r *Registry) bool { return r.Has("a__echo") })
 
 	cases := []struct {
 		view *View
