@@ -405,10 +405,14 @@ func fitString(s string, room int) string {
 // maxSignature bounds a compact signature.
 const maxSignature = 300
 
-// signature is t's compact call signature: its top-level parameters in the
-// schema's order, with types ("a"|"b" for enums, T[] for arrays), "?" on
-// optional ones.
-func signature(t toolcache.Tool) string {
+// signature is t's compact call signature: its name and signatureParams.
+func signature(t toolcache.Tool) string { return t.Name + "(" + signatureParams(t) + ")" }
+
+// signatureParams are t's top-level parameters in the schema's order, with
+// types ("a"|"b" for enums, T[] for arrays), "?" on optional ones; when
+// the signature would be over maxSignature, the required ones that fit
+// and how many are left out (get_tool_details has them all).
+func signatureParams(t toolcache.Tool) string {
 	var sch struct {
 		Properties json.RawMessage `json:"properties"`
 		Required   []string        `json:"required"`
@@ -425,12 +429,10 @@ func signature(t toolcache.Tool) string {
 		parts = append(parts, p.name+opt+": "+typeOf(p.schema))
 		required = append(required, req)
 	}
-	sig := t.Name + "(" + strings.Join(parts, ", ") + ")"
-	if len(sig) <= maxSignature {
-		return sig
+	all := strings.Join(parts, ", ")
+	if len(t.Name)+len(all)+2 <= maxSignature {
+		return all
 	}
-	// Too long: the required parameters that fit, and how many are left
-	// out (get_tool_details has them all).
 	var keep []string
 	n := len(t.Name) + 40
 	for i, p := range parts {
@@ -439,7 +441,7 @@ func signature(t toolcache.Tool) string {
 			n += len(p) + 2
 		}
 	}
-	return t.Name + "(" + strings.Join(append(keep, fmt.Sprintf("…%d more", len(parts)-len(keep))), ", ") + ")"
+	return strings.Join(append(keep, fmt.Sprintf("…%d more", len(parts)-len(keep))), ", ")
 }
 
 type prop struct {
@@ -802,15 +804,14 @@ func mustJSON(v any) string {
 // execute_code's index shows them: "await tools.x(a: string)" read as
 // positional parameters, and a script calling tools.x("Oslo") failed.
 func (r *registry) callForm(t toolcache.Tool) string {
-	sig := signature(t)
 	if r.code != nil {
 		if id, ok := r.code.Ident(t.Name); ok {
-			params := strings.TrimSuffix(strings.TrimPrefix(sig, t.Name+"("), ")")
+			params := signatureParams(t)
 			if params == "" {
 				return "await tools." + id + "()"
 			}
 			return "await tools." + id + "({" + params + "})"
 		}
 	}
-	return sig
+	return signature(t)
 }

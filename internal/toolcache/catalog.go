@@ -69,7 +69,7 @@ func parseCatalog(data []byte, served bool) (server string, tools []Tool, skippe
 	// A byte order mark, as some editors (and PowerShell's redirection)
 	// write: it was refused as "invalid character 'ï' looking for
 	// beginning of value".
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	data = bytes.TrimPrefix(data, utf8BOM)
 	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 		if err := json.Unmarshal(data, &c.Tools); err != nil {
 			return "", nil, nil, err

@@ -434,7 +434,7 @@ func LoadEvalItems(path string) ([]EvalItem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("toolcache: read queries: %w", err)
 	}
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a byte order mark, as some editors write
+	data = bytes.TrimPrefix(data, utf8BOM) // a byte order mark, as some editors write
 	lineAt := func(off int64) int {
 		rest := data[off:]
 		off += int64(len(rest) - len(bytes.TrimLeft(rest, " \t\r\n")))
