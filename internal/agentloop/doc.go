@@ -62,7 +62,9 @@
 // notes (user messages) right after tool results, as Mistral's format
 // does, gets each appended to the tool result before it instead; one whose
 // template takes one call a turn (Llama 3's) gets parallel calls as one
-// turn each. Only the request changes: history keeps what happened. Tool calls that a model writes into its
+// turn each, and one that takes only Mistral's call ids (9 letters or
+// digits) gets the others replaced, in that request and every later one.
+// Only the request changes: history keeps what happened. Tool calls that a model writes into its
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
 // [TOOL_CALLS], fenced or bare JSON) are recognised, and near misses of
 // them (damaged tags, broken braces or quotes, Python-style and ReAct

@@ -1,8 +1,10 @@
 package agentloop
 
 import (
+	"errors"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/jetagent/jetagent/internal/llm"
 )
@@ -19,6 +21,41 @@ var portableID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
 // (OpenAI: "Invalid 'messages[2].tool_calls[0].id': string too long").
 // msgs is not modified; it is returned as it is when every id is portable.
 func portableHistory(msgs []llm.Message) []llm.Message {
+	out, _ := replaceCallIDs(msgs, portableID.MatchString)
+	return out
+}
+
+// mistralID is the only tool call id Mistral's API and its chat format
+// (mistral_common, also behind vLLM, LiteLLM and mlx servers) take: 9
+// letters or digits.
+var mistralID = regexp.MustCompile(`^[A-Za-z0-9]{9}$`)
+
+// mistralIDsRefused reports whether err is the refusal of a request
+// holding a call id that is not mistralID: "Tool call id was
+// call_PTLP8xhu3uwZk4l3nlnrrJha but must be a-z, A-Z, 0-9, with a length
+// of 9." A continuation's history from another provider has such ids, and
+// so do proxies that make up their own (LiteLLM's, omlx's) and then send
+// them back to Mistral.
+func mistralIDsRefused(err error) bool {
+	var apiErr *llm.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	m := strings.ToLower(apiErr.Message)
+	return strings.Contains(m, "tool call id") && strings.Contains(m, "length of 9")
+}
+
+// mistralIDs returns msgs with every call id that is not mistralID
+// replaced as portableHistory replaces ids (ok false when there is none).
+func mistralIDs(msgs []llm.Message) ([]llm.Message, bool) {
+	return replaceCallIDs(msgs, mistralID.MatchString)
+}
+
+// replaceCallIDs returns msgs with each call id that keep refuses replaced
+// by one the loop makes up (callID, used nowhere in msgs), in the call and
+// in its results alike; replaced is false, and msgs returned as it is,
+// when keep takes every id. msgs is not modified.
+func replaceCallIDs(msgs []llm.Message, keep func(string) bool) (_ []llm.Message, replaced bool) {
 	used := map[string]bool{}
 	for _, m := range msgs {
 		for _, c := range m.ToolCalls {
@@ -47,7 +84,7 @@ func portableHistory(msgs []llm.Message) []llm.Message {
 		turn = nil
 		cloned := false
 		for ci, c := range m.ToolCalls {
-			if portableID.MatchString(c.ID) {
+			if keep(c.ID) {
 				continue
 			}
 			for used[callID(k)] {
@@ -67,7 +104,7 @@ func portableHistory(msgs []llm.Message) []llm.Message {
 		}
 	}
 	if out == nil {
-		return msgs
+		return msgs, false
 	}
-	return out
+	return out, true
 }

@@ -69,6 +69,9 @@ type job struct {
 	// doing is what the job is at (waiting for the model, running a
 	// round's calls), named by the error of a job whose context ends.
 	doing string
+	// mistralIDs: the server refused a call id that is not Mistral's 9
+	// letters or digits, so every request is sent with such ids replaced.
+	mistralIDs bool
 }
 
 // liveGetter is a ToolSet that finds a tool in its current catalog
@@ -657,17 +660,37 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 		j.usage.FullModeToolDefTokens += int64(fullToks)
 		return j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools, ToolChoice: toolChoice})
 	}
+	if j.mistralIDs {
+		// Refused once already: every later request holds those ids too.
+		msgs, _ = mistralIDs(msgs)
+	}
 	resp, err := send(msgs)
 	// Servers whose chat format refuses a shape of history the loop made
-	// get it once more in a shape they take (the request only).
-	for _, f := range []struct {
+	// get it again in a shape they take (the request only), each rewrite
+	// at most once, in whichever order the server refuses them (Mistral's
+	// API refuses both ids and notes after tool results).
+	rewrites := []struct {
 		refused func(error) bool
 		rewrite func([]llm.Message) ([]llm.Message, bool)
-	}{{userAfterToolRefused, foldUserAfterTool}, {oneCallRefused, splitParallelCalls}} {
-		if err != nil && f.refused(err) {
+		done    bool
+	}{{refused: userAfterToolRefused, rewrite: foldUserAfterTool}, {refused: oneCallRefused, rewrite: splitParallelCalls},
+		{refused: mistralIDsRefused, rewrite: mistralIDs}}
+	for again := true; err != nil && again; {
+		again = false
+		for i := range rewrites {
+			f := &rewrites[i]
+			if f.done || !f.refused(err) {
+				continue
+			}
+			f.done = true
 			if rewritten, ok := f.rewrite(msgs); ok {
+				if i == len(rewrites)-1 {
+					j.mistralIDs = true
+				}
 				msgs = rewritten
 				resp, err = send(msgs)
+				again = true
+				break
 			}
 		}
 	}
