@@ -174,8 +174,22 @@
 // has only a process-wide match timeout, which this package sets at init
 // (regexp.go); a match that reaches it counts as no match. Run never returns
 // while a Host call is in progress, and never calls the Host after it
-// returned, so Host.Call must honour its context. For a hard memory or
-// CPU bound, run code mode in a child process with rlimits.
+// returned, so Host.Call must honour its context.
+//
+// # In a child process
+//
+// Process is a Runner that does what Catalog.Run does in a child process
+// (the same binary, whose main calls ServeChild when IsChild), its Host
+// calls, clock and random reads answered over the child's stdin and
+// stdout by the Host in the caller's process: the outputs, errors and
+// Host calls are the same (TestProcessRunMatchesInProcess). What it
+// adds: the steps above that nothing in process bounds end the child
+// only, under an address-space limit (RLIMIT_AS, 8 x MaxMemory + 1 GiB;
+// not under the race detector), with a memory error
+// (TestProcessConversionOutOfMemory); MaxMemory measures the script's
+// heap alone; a child stuck inside a built-in is killed; and the child
+// holds none of the caller's environment. It costs a process start,
+// about 10 ms an execution (BenchmarkProcessRun). The worker uses it.
 //
 // Runs share nothing (a fresh runtime each time, and prelude copies of
 // the built-ins it relies on, so the code changing globals only affects

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -11,6 +12,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if IsChild() { // a Process runner's child: this binary serves it
+		os.Exit(ServeChild(os.Stdin, os.Stdout))
+	}
 	// regexp2's clock, which codemode's match bound starts, stops by
 	// itself a second after the last match's deadline (30 s on).
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))

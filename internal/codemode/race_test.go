@@ -1,0 +1,5 @@
+//go:build race
+
+package codemode
+
+const raceEnabled = true
