@@ -732,6 +732,9 @@ func (j *job) emptyErr(resp llm.Response) error {
 		// A reasoning parser moved it out of the content.
 		what = "only reasoning (in the reply's reasoning field), no answer"
 	}
+	if resp.Error != "" {
+		what += ", the server's error: " + resp.Error
+	}
 	return j.modelErr(fmt.Errorf("%w, also when asked again: %s (finish_reason %q)", ErrEmptyResponse, what, resp.FinishReason))
 }
 

@@ -75,6 +75,9 @@ func replyError(resp llm.Response) error {
 		return fmt.Errorf("%w: finish_reason %q with %d completion tokens, %s; raise the server's output limit (max_tokens, num_predict, n_predict)",
 			ErrTruncated, fr, resp.Usage.CompletionTokens, what)
 	case finishAbandoned:
+		if resp.Error != "" {
+			return fmt.Errorf("%w: finish_reason %q: %s", ErrReplyAbandoned, fr, resp.Error)
+		}
 		return fmt.Errorf("%w: finish_reason %q", ErrReplyAbandoned, fr)
 	}
 	if resp.Refusal != "" && len(resp.Message.ToolCalls) == 0 && strings.TrimSpace(resp.Message.Content) == "" {

@@ -242,9 +242,35 @@ func mergeChoices(resp *Response, choices []openai.ChatCompletionChoice) {
 		if fr := ch.FinishReason; i == 0 || (fr != "" && (resp.FinishReason == "" || resp.FinishReason == "stop")) {
 			resp.FinishReason = fr
 		}
+		if resp.Error == "" {
+			resp.Error = choiceError(rawField(ch.JSON.ExtraFields["error"]))
+		}
 	}
 	resp.Message.Content = strings.Join(texts, "\n")
 	resp.Refusal = strings.Join(refusals, "\n")
+}
+
+// choiceError reads a choice's error (OpenRouter's {"code": 502,
+// "message": "..."}, or a string) as "code: message"; "" for none.
+func choiceError(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var e struct {
+		Code    json.RawMessage `json:"code"`
+		Message string          `json:"message"`
+	}
+	var text string
+	switch {
+	case json.Unmarshal(raw, &text) == nil:
+		return strings.TrimSpace(text)
+	case json.Unmarshal(raw, &e) == nil && e.Message != "":
+		if code := jsonScalar(e.Code); code != "" {
+			return code + ": " + e.Message
+		}
+		return e.Message
+	}
+	return snippet(raw)
 }
 
 // choiceMessage is one choice's assistant message, and its refusal.

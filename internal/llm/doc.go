@@ -31,7 +31,9 @@
 // HTML or text, an event stream, JSON that is not a completion, or a body
 // beyond Config.MaxReplyBytes fails at once with [ErrBadReply], which
 // quotes the start of the body. Content sent as an array of parts is read
-// as its text parts, and a legacy function_call as a tool call. A
+// as its text parts, a legacy function_call as a tool call, and the error
+// a choice carries (OpenRouter's, when the upstream failed) as
+// Response.Error. A
 // message's reasoning_content, reasoning and reasoning_details, and a
 // call's extra_content, are kept as they came and sent back with them.
 //

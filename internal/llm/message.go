@@ -90,6 +90,10 @@ type Response struct {
 	FinishReason string  `json:"finish_reason"`
 	// Refusal is the provider's refusal text, when it declined to answer.
 	Refusal string `json:"refusal,omitempty"`
-	Usage   Usage  `json:"usage"`
-	Model   string `json:"model,omitempty"`
+	// Error is the error a choice carried (OpenRouter's choices[].error,
+	// {"code", "message"}, beside finish_reason "error" when the upstream
+	// failed mid-generation): its code and message, "" for none.
+	Error string `json:"error,omitempty"`
+	Usage Usage  `json:"usage"`
+	Model string `json:"model,omitempty"`
 }
