@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -199,6 +201,11 @@ func fromCompletion(c *openai.ChatCompletion) (Response, error) {
 			CachedPromptTokens: tokenCount(c.Usage.PromptTokensDetails.CachedTokens),
 		},
 	}
+	if resp.Usage.CachedPromptTokens == 0 {
+		// DeepSeek's API counts the prompt's cache hits only under a name
+		// of its own.
+		resp.Usage.CachedPromptTokens = tokenCount(extraCount(c.Usage.JSON.ExtraFields["prompt_cache_hit_tokens"]))
+	}
 	mergeChoices(&resp, c.Choices)
 	return resp, nil
 }
@@ -340,6 +347,24 @@ func choiceMessage(ch openai.ChatCompletionChoice) (Message, string) {
 	msg.Reasoning = rawField(extra["reasoning"])
 	msg.ReasoningDetails = rawField(extra["reasoning_details"])
 	return msg, m.Refusal
+}
+
+// extraCount is a count in a field the SDK does not know: a JSON number
+// (or a number in a string, as openai-go reads its own counts), else 0.
+func extraCount(f respjson.Field) int64 {
+	raw := bytes.TrimSpace([]byte(f.Raw()))
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return 0
+		}
+		raw = []byte(s)
+	}
+	n, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || math.IsNaN(n) {
+		return 0
+	}
+	return int64(max(0, min(n, maxTokenCount))) // in range before converting
 }
 
 // maxTokenCount bounds a reported token count: no reply costs a trillion
