@@ -12,6 +12,7 @@
 // every job are multiplexed on it up to MaxConcurrent in flight. A server
 // that fails to start is reported by Status and retried with exponential
 // backoff without holding up the others. A broken session (child exited,
+// also while a process it started holds its stdout and stderr open,
 // EOF, HTTP session expired with 404, Settings.HealthMisses health checks in
 // a row unanswered while nothing else was heard from the server) is replaced
 // in the background; the call that was in flight gets ErrSessionLost, the

@@ -173,6 +173,11 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 			close(s.exited)
 			s.markDead(errors.New("server process exited"))
 		}()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.watchOrphanedPipes()
+		}()
 		tr = stdio
 	case TypeHTTP:
 		// Each session has its own connection pool: see newHTTPClient.
@@ -714,6 +719,47 @@ func (s *session) close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// orphanedPipesWait is how long a stdio server's stderr may stay open
+// after its process exited before a process it started is taken to hold
+// it (see watchOrphanedPipes).
+const orphanedPipesWait = time.Second
+
+// watchOrphanedPipes ends the session of a stdio server whose process
+// exited while a process it started (a helper, a browser, a `cmd &` of a
+// wrapper script) still holds its stdout and stderr: neither reached EOF,
+// so the exit went unnoticed, and the calls in flight (and those after
+// them, sent to a process that was gone) waited for their deadlines, until
+// HealthMisses health checks had gone unanswered. The session is marked
+// dead, the server's process group is killed (freeing pipes its members
+// hold) and the read end of stdout is closed (one outside the group may
+// keep its end), which fails the requests in flight at once.
+func (s *session) watchOrphanedPipes() {
+	select {
+	case <-s.exited:
+		return
+	case <-s.ctx.Done():
+		return
+	case <-s.proc.done:
+	}
+	t := time.NewTimer(orphanedPipesWait)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+		return // the usual exit: the stderr watcher says so
+	case <-s.ctx.Done():
+		return
+	case <-t.C:
+	}
+	s.markDead(errors.New("server process exited; a process it started still held its stdout and stderr"))
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.closing {
+		return
+	}
+	_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+	_ = s.proc.stdout.Close()
 }
 
 // awaitStderr ends a child that failed its handshake and waits until its
