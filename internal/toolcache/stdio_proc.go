@@ -98,6 +98,16 @@ func startStdio(ctx context.Context, cfg ServerConfig, logger *slog.Logger, tooL
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		closeAll()
+		if cfg.Cwd != "" {
+			// The child's chdir failing is reported as the command's own
+			// error ("fork/exec /usr/bin/node: no such file or directory"),
+			// which sent the operator looking for a program that is there.
+			if fi, serr := os.Stat(cfg.Cwd); serr != nil {
+				return nil, nil, fmt.Errorf("failed to start command: its cwd: %w", serr)
+			} else if !fi.IsDir() {
+				return nil, nil, fmt.Errorf("failed to start command: its cwd %q is not a directory", cfg.Cwd)
+			}
+		}
 		return nil, nil, fmt.Errorf("failed to start command: %w", err)
 	}
 	// The child has its ends now.
