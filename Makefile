@@ -24,8 +24,11 @@ GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v
 lint:
 	$(GOLANGCI_LINT) run ./...
 
+# The second line runs, without the race detector, the tests that need
+# what it takes away: a code-mode child under an address-space limit.
 test-go:
 	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -run 'TestProcessConversionOutOfMemory|TestWorkerSurvivesCodeOutOfMemory' ./internal/codemode ./cmd/worker
 
 # fuzz runs each fuzzer for FUZZTIME from its committed seeds (f.Add and
 # testdata/fuzz), one at a time: go test -fuzz takes one target per package

@@ -70,6 +70,8 @@ type Config struct {
 	CodeTimeout       time.Duration `split_words:"true" desc:"code mode: wall time of one execute_code run, tool calls included"`
 	CodeMaxCalls      int           `split_words:"true" desc:"code mode: tool calls one execute_code run may make"`
 	CodeMaxOutput     int           `split_words:"true" desc:"code mode: bytes of printed output and final value returned to the model"`
+	CodeMaxMemory     int64         `split_words:"true" desc:"code mode: bytes one execute_code run's heap may grow by (in a child process, its address space is bounded at 8 times this plus 1 GiB)"`
+	CodeSandbox       string        `split_words:"true" desc:"code mode: where execute_code runs: process (a child process of the worker binary per run, about 10 ms; a script that exhausts memory ends only it) or in-process"`
 	MaxToolOutput     int           `split_words:"true" desc:"bytes of a tool result shown to the model (the event keeps all)"`
 	SystemPrompt      string        `split_words:"true" desc:"system prompt of jobs that set none"`
 	ContentCalls      string        `split_words:"true" desc:"tool calls written into the reply text: read them (auto: when a reply has no tool_calls; on: always) or not (off); a default and MODEL-GLOB=MODE overrides, e.g. auto,gpt-4*=off,*qwen*=on"`
@@ -144,7 +146,8 @@ func defaultSettings() Settings {
 		ToolMode: string(lc.DefaultMode), MaxRounds: lc.DefaultMaxRounds, MaxRoundsCap: lc.MaxRoundsCap,
 		DeferredAbove: lc.AutoThresholds.DeferredAbove, SearchAbove: lc.AutoThresholds.SearchAbove,
 		CodeAbove: lc.AutoThresholds.CodeAbove, CodeTimeout: codemode.DefaultLimits.WallTime,
-		CodeMaxCalls: codemode.DefaultLimits.MaxCalls, CodeMaxOutput: codemode.DefaultLimits.MaxOutput,
+		CodeMaxCalls: codemode.DefaultLimits.MaxCalls, CodeMaxOutput: codemode.DefaultLimits.MaxOutput, CodeSandbox: "process",
+		CodeMaxMemory:     codemode.DefaultLimits.MaxMemory,
 		MaxToolOutput:     lc.MaxToolOutput,
 		ContentCalls:      string(lc.ContentCalls.Default),
 		ClientToolTimeout: rc.ClientToolTimeout,
@@ -181,7 +184,10 @@ func (s Settings) loopConfig() agentloop.Config {
 	cfg := agentloop.Config{}.WithDefaults() // the fields no variable sets
 	cfg.DefaultMode, cfg.MaxRoundsCap, cfg.DefaultMaxRounds = agentloop.Mode(c.ToolMode), c.MaxRoundsCap, c.MaxRounds
 	cfg.AutoThresholds = agentloop.AutoThresholds{DeferredAbove: c.DeferredAbove, SearchAbove: c.SearchAbove, CodeAbove: c.CodeAbove}
-	cfg.CodeLimits = codemode.Limits{WallTime: c.CodeTimeout, MaxCalls: c.CodeMaxCalls, MaxOutput: c.CodeMaxOutput}
+	cfg.CodeLimits = codemode.Limits{WallTime: c.CodeTimeout, MaxCalls: c.CodeMaxCalls, MaxOutput: c.CodeMaxOutput, MaxMemory: c.CodeMaxMemory}
+	if c.CodeSandbox == "process" {
+		cfg.CodeRunner = codemode.Process{} // this binary: main serves the child
+	}
 	cfg.MaxToolOutput, cfg.DefaultSystem = c.MaxToolOutput, c.SystemPrompt
 	cfg.ContentCalls = agentloop.ParseContentCalls(c.ContentCalls).WithDefaults()
 	return cfg
@@ -226,6 +232,7 @@ var (
 		"AutoThresholds.SearchAbove": "JETAGENT_SEARCH_ABOVE", "MaxToolOutput": "JETAGENT_MAX_TOOL_OUTPUT",
 		"AutoThresholds.CodeAbove": "JETAGENT_CODE_ABOVE", "CodeLimits.WallTime": "JETAGENT_CODE_TIMEOUT",
 		"CodeLimits.MaxCalls": "JETAGENT_CODE_MAX_CALLS", "CodeLimits.MaxOutput": "JETAGENT_CODE_MAX_OUTPUT",
+		"CodeLimits.MaxMemory": "JETAGENT_CODE_MAX_MEMORY",
 		"ContentCalls.Default": "JETAGENT_CONTENT_CALLS", "ContentCalls.Models": "JETAGENT_CONTENT_CALLS",
 	}
 	runVars  = map[string]string{"ClientToolTimeout": "JETAGENT_CLIENT_TOOL_TIMEOUT"}
@@ -345,6 +352,7 @@ func readSettings() (Settings, error) {
 	// is left as written, for validate's error to quote.
 	s.LogLevel = foldEnum(s.LogLevel, "debug", "info", "warn", "error")
 	s.LogFormat = foldEnum(s.LogFormat, "text", "json")
+	s.CodeSandbox = foldEnum(s.CodeSandbox, "process", "in-process")
 	s.ToolMode = foldEnum(s.ToolMode, string(agentloop.ModeAuto), string(agentloop.ModeFull),
 		string(agentloop.ModeDeferred), string(agentloop.ModeSearch), string(agentloop.ModeCode))
 	_, s.maxJobBytesSet = os.LookupEnv(envPrefix + "_MAX_JOB_BYTES")
@@ -507,6 +515,9 @@ func (s Settings) validate() error {
 			return bad(v.name, "must be positive (got %v; unset, the default is %v)", v.got, v.def)
 		}
 	}
+	if c.CodeMaxMemory < 16<<20 || c.CodeMaxMemory > 64<<30 {
+		return bad("JETAGENT_CODE_MAX_MEMORY", "must be 16 MiB to 64 GiB in bytes (got %d; unset, the default is %d)", c.CodeMaxMemory, codemode.DefaultLimits.MaxMemory)
+	}
 	if err := s.validateTools(); err != nil {
 		return err
 	}
@@ -517,6 +528,9 @@ func (s Settings) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return bad("JETAGENT_LOG_LEVEL", "%q is not debug, info, warn or error", c.LogLevel)
+	}
+	if c.CodeSandbox != "process" && c.CodeSandbox != "in-process" {
+		return bad("JETAGENT_CODE_SANDBOX", "%q is not process or in-process", c.CodeSandbox)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return bad("JETAGENT_LOG_FORMAT", "%q is not text or json", c.LogFormat)

@@ -24,6 +24,8 @@ func TestLimitsAtTheirBoundsNamed(t *testing.T) {
 		{"JETAGENT_CODE_MAX_CALLS", "0", "invalid JETAGENT_CODE_MAX_CALLS: must be positive (got 0; unset, the default is 200)"},
 		{"JETAGENT_CODE_MAX_CALLS", "-1", "invalid JETAGENT_CODE_MAX_CALLS: must be positive (got -1; unset, the default is 200)"},
 		{"JETAGENT_CODE_MAX_OUTPUT", "0", "invalid JETAGENT_CODE_MAX_OUTPUT: must be positive (got 0; unset, the default is 20000)"},
+		{"JETAGENT_CODE_MAX_MEMORY", "1000", "invalid JETAGENT_CODE_MAX_MEMORY: must be 16 MiB to 64 GiB in bytes (got 1000; unset, the default is 268435456)"},
+		{"JETAGENT_CODE_SANDBOX", "docker", `invalid JETAGENT_CODE_SANDBOX: "docker" is not process or in-process`},
 		{"JETAGENT_DLQ_MAX_AGE", "10ms", "invalid JETAGENT_DLQ_MAX_AGE: must be 0 (kept until purged) or at least 100ms (got 10ms)"},
 		{"JETAGENT_EVENTS_MAX_AGE", "1ns", "invalid JETAGENT_EVENTS_MAX_AGE: must be at least 100ms (got 1ns)"},
 		{"JETAGENT_DUPLICATE_WINDOW", "99ms", "invalid JETAGENT_DUPLICATE_WINDOW: must be at least 100ms (got 99ms)"},

@@ -25,6 +25,7 @@ import (
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/cfgerr"
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/redact"
@@ -35,6 +36,9 @@ import (
 )
 
 func main() {
+	if codemode.IsChild() { // code mode's child process (JETAGENT_CODE_SANDBOX=process)
+		os.Exit(codemode.ServeChild(os.Stdin, os.Stdout))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

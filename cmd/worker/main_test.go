@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
@@ -36,6 +37,9 @@ import (
 const workerChildEnv = "JETAGENT_WORKER_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	if codemode.IsChild() { // a code-mode child of a worker run in process
+		os.Exit(codemode.ServeChild(os.Stdin, os.Stdout))
+	}
 	if os.Getenv(workerChildEnv) != "" {
 		os.Exit(run(nil, os.Stdout, os.Stderr))
 	}

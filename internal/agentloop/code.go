@@ -87,7 +87,12 @@ func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMess
 	h := &codeHost{j: j, round: round, parent: c, quiet: j.codeCompleted(c)}
 	lim := j.l.cfg.CodeLimits
 	lim.MaxOutput = codeOutputLimit(lim.MaxOutput, j.l.cfg.MaxToolOutput)
-	out := j.reg.code.Run(ctx, a.Code, h, lim)
+	var out codemode.Output
+	if r := j.l.cfg.CodeRunner; r != nil {
+		out = r.Run(ctx, j.reg.code, a.Code, h, lim)
+	} else {
+		out = j.reg.code.Run(ctx, a.Code, h, lim)
+	}
 	h.mu.Lock()
 	c.records = h.records
 	h.mu.Unlock()

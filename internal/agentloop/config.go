@@ -149,6 +149,10 @@ type Config struct {
 	// so that codemode's own cut, with its markers and the final value's
 	// share, is the only one the model's view of an execution gets.
 	CodeLimits codemode.Limits
+	// CodeRunner runs each execute_code execution; nil runs it in this
+	// process (codemode.Catalog.Run). The worker gives codemode.Process,
+	// so that a script no limit stops in process ends only its child.
+	CodeRunner codemode.Runner
 	// Logger logs what the model is not shown: the stack of a tool call
 	// that panicked inside the worker (the call fails with the panic's
 	// value). Nil: slog.Default().
