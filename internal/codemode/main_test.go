@@ -15,6 +15,9 @@ func TestMain(m *testing.M) {
 	if IsChild() { // a Process runner's child: this binary serves it
 		os.Exit(ServeChild(os.Stdin, os.Stdout))
 	}
+	if os.Getenv(removedSelfEnv) == "1" {
+		os.Exit(runRemovedSelf())
+	}
 	// regexp2's clock, which codemode's match bound starts, stops by
 	// itself a second after the last match's deadline (30 s on).
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/dlclark/regexp2/v2.runClock"))

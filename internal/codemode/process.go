@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ func IsChild() bool { return os.Getenv(ChildEnv) == "1" }
 // (BenchmarkProcessRun).
 type Process struct {
 	// Path is the executable to start; empty means this process's own
-	// (os.Executable).
+	// (/proc/self/exe on Linux, else os.Executable).
 	Path string
 	// Args are its arguments, after the program name.
 	Args []string
@@ -69,6 +70,12 @@ func (p Process) Run(ctx context.Context, c *Catalog, code string, host Host, li
 		return Output{Err: limitErr("code size", "the code is %d bytes, over the limit of %d bytes", len(code), lim.MaxCode)}
 	}
 	path := p.Path
+	if path == "" && runtime.GOOS == "linux" {
+		// The running binary itself, even when its file was replaced
+		// (an upgrade in place) or removed: a child of another version
+		// could speak another wire.
+		path = "/proc/self/exe"
+	}
 	if path == "" {
 		exe, err := os.Executable()
 		if err != nil {

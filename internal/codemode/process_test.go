@@ -2,11 +2,13 @@ package codemode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +218,45 @@ func BenchmarkProcessRun(b *testing.B) {
 	}
 }
 
-var _ = json.Valid
-var _ = fmt.Sprint
+// removedSelfEnv makes the test binary remove its own file, then run an
+// execution in a child and print its output (TestProcessAfterTheBinaryIsGone).
+const removedSelfEnv = "JETAGENT_CODEMODE_TEST_REMOVED_SELF"
+
+func runRemovedSelf() int {
+	if err := os.Remove(os.Args[0]); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	cat, h := echoTools()
+	out := Process{}.Run(context.Background(), cat, `(await tools.echo({a: 1})).args.a + 1`, h, Limits{})
+	fmt.Print(out.Text, " ", out.Err)
+	return 0
+}
+
+// A worker whose binary was replaced or removed on disk (an upgrade in
+// place) still runs code: the child is the running binary itself, not
+// the file at its path, which may be another version or none.
+func TestProcessAfterTheBinaryIsGone(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/self/exe is Linux's")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "codemode.test")
+	if err := os.WriteFile(cp, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cp, "-test.run=^$")
+	cmd.Env = append(os.Environ(), removedSelfEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "2 <nil>" {
+		t.Fatalf("output %q (%v), want the execution's value", out, err)
+	}
+}
