@@ -351,9 +351,35 @@ func (s *session) listen(log *slog.Logger) {
 // just taking an idle connection then fails ("CloseIdleConnections called"),
 // which here fails a handshake or a call.
 //
-// Its responses are bounded (see boundedTransport).
+// Its responses are bounded (see boundedTransport), and it follows no
+// redirect that changes the request's method (see sameMethodRedirects).
 func newHTTPClient(tooLarge *atomic.Bool) *http.Client {
-	return &http.Client{Transport: retryAfterTransport{boundedTransport{http.DefaultTransport.(*http.Transport).Clone(), tooLarge}}}
+	return &http.Client{
+		Transport:     retryAfterTransport{boundedTransport{http.DefaultTransport.(*http.Transport).Clone(), tooLarge}},
+		CheckRedirect: sameMethodRedirects,
+	}
+}
+
+// sameMethodRedirects is net/http's redirect policy (at most 10), except
+// that a redirect turning a request into another method fails it: a 301,
+// 302 or 303 (an http:// URL a proxy sends to https://, a moved path) makes
+// a POST a GET without its body, so the server got a GET for every
+// JSON-RPC message. mcp-go's server answers such a GET with its event
+// stream, and the handshake waited in silence for the connect timeout; a
+// 307 or 308 keeps the POST and is followed.
+func sameMethodRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if prev := via[len(via)-1]; prev.Method != req.Method {
+		status := 0
+		if req.Response != nil {
+			status = req.Response.StatusCode
+		}
+		return fmt.Errorf("the server redirected the %s with %d to %s, which would send it again as a %s without its body: set the server's url to where it redirects",
+			prev.Method, status, redact.URL(req.URL.String()), req.Method)
+	}
+	return nil
 }
 
 // Bounds on honouring a server's Retry-After (see retryAfterTransport).
