@@ -73,7 +73,10 @@
 // tools.NAME(...)) runs as an execute_code call; an
 // answer that looks like a failed call is asked again once, ephemerally,
 // and fails the job with [ErrMalformedCall] if the reply is debris too
-// (Config.ContentCalls sets this per model). An empty reply is
+// (Config.ContentCalls sets this per model); Groq's refusal of a reply
+// whose call it could not read (400 tool_use_failed) is taken as that
+// reply (its failed_generation), asked again once when no call can be
+// read from it, like Gemini's MALFORMED_FUNCTION_CALL. An empty reply is
 // nudged once; a provider refusal ends the job with [ErrRefused], a reply
 // cut off at the token limit with no tool call with [ErrTruncated], a
 // finish reason of error or abort with [ErrReplyAbandoned]; each names the

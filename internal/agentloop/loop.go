@@ -694,6 +694,14 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 			}
 		}
 	}
+	if apiErr := (*llm.APIError)(nil); errors.As(err, &apiErr) && apiErr.Code == toolUseFailed {
+		// Groq refuses a reply whose tool call its parser could not read
+		// (intermittent with Llama and Kimi models), quoting what the
+		// model wrote: that is the reply, whose call the content-call
+		// reader may recover, or which is asked again like Gemini's
+		// MALFORMED_FUNCTION_CALL. It failed the job at once.
+		resp, err = llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: apiErr.FailedGeneration}, FinishReason: toolUseFailed}, nil
+	}
 	if err != nil {
 		return resp, j.modelErr(err)
 	}

@@ -39,16 +39,24 @@ func classifyFinish(reason string) finishKind {
 		return finishFiltered
 	case "error", "abort", "insufficient_system_resource":
 		return finishAbandoned
-	case "malformed_function_call":
+	case "malformed_function_call", toolUseFailed:
 		return finishMalformedCall
 	}
 	return finishOther
 }
 
+// toolUseFailed is the code of Groq's refusal (400) of a reply whose tool
+// call it could not read; the loop takes it as that reply, with this as
+// its finish reason (see complete).
+const toolUseFailed = "tool_use_failed"
+
 // malformedReason is what a reply whose finish reason is
 // finishMalformedCall (and which has no call the loop could read) failed
 // by.
 func malformedReason(finish string) string {
+	if finish == toolUseFailed {
+		return fmt.Sprintf("the server could not read the tool call it made (it refused the reply: %s)", toolUseFailed)
+	}
 	return fmt.Sprintf("the server could not read the tool call it made (finish_reason %q)", finish)
 }
 

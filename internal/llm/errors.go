@@ -54,6 +54,11 @@ type APIError struct {
 	// Hint, when set, is the likeliest cause on the client's side, added to
 	// the message (a base URL without the API's version path).
 	Hint string
+	// FailedGeneration is the model's output that its server refused as
+	// a tool call it could not read: Groq's 400 with code
+	// "tool_use_failed" quotes it as error.failed_generation ("" for
+	// none).
+	FailedGeneration string
 }
 
 func (e *APIError) Error() string {
@@ -114,6 +119,16 @@ func newAPIError(res *http.Response, body []byte) *APIError {
 		e.Retryable = false
 	}
 	e.Message, e.Type, e.Code = providerMessage(body)
+	if e.Code == "tool_use_failed" {
+		var fg struct {
+			Error struct {
+				FailedGeneration string `json:"failed_generation"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(body, &fg) == nil {
+			e.FailedGeneration = fg.Error.FailedGeneration
+		}
+	}
 	return e
 }
 
