@@ -324,10 +324,11 @@ func (pc *procCall) remoteErr(e *childErr) error {
 		if pc.abort != nil {
 			return &remoteError{msg: e.Message, cause: pc.abort}
 		}
-	case "cancel":
-		if pc.ctx.Err() != nil {
-			return &remoteError{msg: e.Message, cause: context.Cause(pc.ctx)}
-		}
+	}
+	if pc.ctx.Err() != nil {
+		// Cancelled: also when the code ended by itself first (it threw
+		// the refusal of a call the cancellation cut short).
+		return &remoteError{msg: e.Message, cause: context.Cause(pc.ctx)}
 	}
 	return errors.New(e.Message)
 }

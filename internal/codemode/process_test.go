@@ -120,7 +120,9 @@ func TestProcessHostOutcomes(t *testing.T) {
 		cat := NewCatalog([]Tool{{Name: "slow"}})
 		ctx, cancel := context.WithCancel(context.Background())
 		out := Process{}.Run(ctx, cat, `await tools.slow({})`, ctxHost{started: cancel}, Limits{})
-		if !errors.Is(out.Err, context.Canceled) || !strings.Contains(out.Err.Error(), "execution cancelled") {
+		// The code may see the call's refusal before the cancellation
+		// stops it (as in process): either way the error is a cancellation.
+		if !errors.Is(out.Err, context.Canceled) {
 			t.Fatalf("Err = %v, want a cancellation", out.Err)
 		}
 	})
