@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"text/template"
@@ -500,6 +501,11 @@ func (s Settings) validate() error {
 	if err := s.jobsConfig().Validate(); err != nil {
 		return named(err, jobsVars)
 	}
+	for i, q := range c.Queues {
+		if slices.Contains(c.Queues[:i], q) { // it was served twice, and logged as queues="[a a]"
+			return bad("JETAGENT_QUEUES", "%q is named twice", q)
+		}
+	}
 	// 0 is codemode's "the default" (30s, 200, 20000): JETAGENT_CODE_MAX_CALLS=0,
 	// meant as no tool calls from code, ran with 200 without a word.
 	for _, v := range []struct {
@@ -577,6 +583,11 @@ func (s Settings) validateEmbeddedAuth() error {
 		// counts a user as authentication).
 		return errors.New("invalid NATS_USER: set without NATS_PASSWORD; the embedded NATS server would let in " +
 			"any client giving that user name: set NATS_PASSWORD too, or use NATS_TOKEN instead")
+	case s.Replicas > 1:
+		// Else the worker stopped at the first stream with the server's
+		// "replicas > 1 not supported in non-clustered mode".
+		return fmt.Errorf("invalid JETAGENT_REPLICAS=%d: the embedded NATS server (NATS_URL unset) is a single node, "+
+			"which keeps one replica; more need a NATS cluster: point NATS_URL at it", s.Replicas)
 	case n.CA != "" && n.Cert == "":
 		return errors.New("invalid NATS_CA: with NATS_URL unset it is the CA the embedded NATS verifies client " +
 			"certificates with, which needs NATS_CERT and NATS_KEY (the server's certificate)")

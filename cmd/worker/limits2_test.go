@@ -38,6 +38,11 @@ func TestLimitsAtTheirBoundsNamed(t *testing.T) {
 		{"JETAGENT_MCP_RESYNC_INTERVAL", "1ms", "invalid JETAGENT_MCP_RESYNC_INTERVAL: must be 0 (off) or at least 1s (got 1ms)"},
 		{"JETAGENT_QUEUES", "ok,,ok", "invalid JETAGENT_QUEUES: an empty name (two commas in a row, or one at an end?) must match"},
 		{"JETAGENT_QUEUES", "a b", `invalid JETAGENT_QUEUES: "a b" must match`},
+		// Accepted before, and logged as queues="[a b a]";
+		// JETAGENT_REPLICAS=3 with the embedded server
+		// stopped at the first stream with the server's words.
+		{"JETAGENT_QUEUES", "a, b,a", `invalid JETAGENT_QUEUES: "a" is named twice`},
+		{"JETAGENT_REPLICAS", "3", "invalid JETAGENT_REPLICAS=3: the embedded NATS server (NATS_URL unset) is a single node"},
 	} {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-test")
