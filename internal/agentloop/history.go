@@ -108,3 +108,25 @@ func replaceCallIDs(msgs []llm.Message, keep func(string) bool) (_ []llm.Message
 	}
 	return out, true
 }
+
+// sendableArguments returns msgs with {} for the arguments of each call
+// that are not one JSON object, as history keeps the loop's own calls
+// (historyMessage): a history from another system may hold "" for a call
+// without parameters, or a cut-off call, and Ollama, vLLM and llama.cpp
+// refuse the whole request then (400 "invalid tool call arguments").
+// msgs is not modified.
+func sendableArguments(msgs []llm.Message) []llm.Message {
+	var out []llm.Message
+	for i, m := range msgs {
+		if slices.ContainsFunc(m.ToolCalls, func(c llm.ToolCall) bool { return !isObject(strings.TrimSpace(c.Function.Arguments)) }) {
+			if out == nil {
+				out = slices.Clone(msgs)
+			}
+			out[i] = historyMessage(m) // clones the calls it changes
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}

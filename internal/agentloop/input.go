@@ -27,7 +27,8 @@ type Input struct {
 	// be a chat history (llm.CheckHistory): Run refuses one that is not. A
 	// call id another provider may refuse (over 40 characters, or other
 	// than letters, digits, '_' and '-') is replaced, in the call and its
-	// result, by one the loop makes up.
+	// result, by one the loop makes up; a call's arguments that are not
+	// one JSON object are {}, as in the loop's own turns (historyMessage).
 	History []llm.Message
 	// Tools is the job's view of the registry (nil: no MCP tools).
 	Tools       ToolSet

@@ -246,7 +246,7 @@ func (l *Loop) newJob(ctx context.Context, in Input) (*job, error) {
 		j.usage = r.Usage
 		j.rounds = r.Round
 	} else {
-		system, history := systemPrompt(in.System, l.cfg.DefaultSystem, portableHistory(in.History))
+		system, history := systemPrompt(in.System, l.cfg.DefaultSystem, sendableArguments(portableHistory(in.History)))
 		if system != "" {
 			j.messages = append(j.messages, llm.Message{Role: llm.RoleSystem, Content: system})
 		}
