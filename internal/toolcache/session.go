@@ -80,6 +80,10 @@ type session struct {
 	sseBroke       atomic.Pointer[error]
 	sseLostWatched atomic.Bool
 
+	// refusal is the last POST an HTTP server answered with an error
+	// status (see refusalWatch).
+	refusal atomic.Pointer[httpRefusal]
+
 	// modern: the session speaks 2026-07-28 (no handshake, no session).
 	modern    atomic.Bool
 	lastHeard atomic.Int64 // UnixNano of the last response or notification
@@ -195,7 +199,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		if len(headers) > 0 {
 			opts = append(opts, transport.WithHTTPHeaders(headers))
 		}
-		s.http.Transport = nestStreams{s.http.Transport, log}
+		s.http.Transport = nestStreams{refusalWatch{s.http.Transport, s}, log}
 		t, err := transport.NewStreamableHTTP(target, opts...)
 		if err != nil {
 			cancel()
@@ -304,9 +308,8 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		if modernProtocol(version) {
 			what = "connect at protocol " + version
 		}
-		if cfg.Type == TypeHTTP && !modernProtocol(version) && errors.Is(err, transport.ErrLegacySSEServer) {
-			// mcp-go's "likely a legacy SSE server" named no setting.
-			err = fmt.Errorf(`%w: if it is one (its url often ends in /sse), set "type": "sse" for server %q in the MCP servers file`, err, name)
+		if cfg.Type == TypeHTTP && !modernProtocol(version) {
+			err = refusedHandshake(err, s.refusal.Load(), name)
 		}
 		return nil, fmt.Errorf("%s: %w%s%s%s", what, err, exit, s.stderrHint(), s.strayHint())
 	}
@@ -571,6 +574,81 @@ func (t nestStreams) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &nestBound{r: resp.Body, log: t.log, sse: true}
 	return resp, nil
+}
+
+// httpRefusal is an HTTP server's error answer to a POST: its status and
+// the start of its body.
+type httpRefusal struct {
+	status int
+	body   string
+}
+
+// maxRefusalBody is how much of a refusal's body an error quotes.
+const maxRefusalBody = 200
+
+// refusalWatch keeps a Streamable HTTP session's last refused POST
+// (status >= 400) in its refusal: mcp-go reports a refused initialize
+// without its status or body, as "authorization required" (401) or, for
+// every other 4xx, "likely a legacy SSE server" (refusedHandshake).
+type refusalWatch struct {
+	base http.RoundTripper
+	s    *session
+}
+
+func (t refusalWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || r.Method != http.MethodPost || resp.StatusCode < 400 || resp.Body == nil {
+		return resp, err
+	}
+	body, _ := io.ReadAll(resp.Body) // bounded: an error body (boundedTransport)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	text := strings.ToValidUTF8(strings.Join(strings.Fields(string(body)), " "), "\uFFFD")
+	if len(text) > maxRefusalBody {
+		cut := maxRefusalBody
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		// A secret the cut goes through is masked by its part.
+		text = redact.Window(text[:cut], t.s.secrets, false, true) + "..."
+	}
+	t.s.refusal.Store(&httpRefusal{status: resp.StatusCode, body: text})
+	return resp, nil
+}
+
+// refusedHandshake says what a Streamable HTTP server's refusal of the
+// initialize POST was (r, when one was seen), where mcp-go says only
+// "authorization required" for a 401 and, for any other 4xx, that the
+// server is likely a legacy SSE server: a 403 for a wrong token, or a
+// 400 naming a missing header, read as a transport to change. A 401 or
+// 403 is said to be about credentials; another 4xx keeps mcp-go's guess
+// with the setting it means (its url often ends in /sse) and what the
+// server said. Other errors are err.
+func refusedHandshake(err error, r *httpRefusal, name string) error {
+	legacy := errors.Is(err, transport.ErrLegacySSEServer)
+	if !legacy && !errors.Is(err, transport.ErrAuthorizationRequired) {
+		return err
+	}
+	said := ""
+	if r != nil {
+		said = fmt.Sprintf("%d %s", r.status, http.StatusText(r.status))
+		if r.body != "" {
+			said += fmt.Sprintf(": %q", r.body)
+		}
+	}
+	switch {
+	case !legacy || (r != nil && r.status == http.StatusUnauthorized):
+		if said == "" {
+			said = "401 Unauthorized"
+		}
+		return fmt.Errorf(`%w: the server asks for credentials (%s): set them in "headers" for server %q in the MCP servers file (such as "Authorization": "Bearer ${TOKEN}"), or check the ones set there`, err, said, name)
+	case r != nil && r.status == http.StatusForbidden:
+		return fmt.Errorf(`the server refused it (%s): check the credentials set for server %q in the MCP servers file (its "headers" or url)`, said, name)
+	case said != "":
+		said = " (the server answered " + said + ")"
+	}
+	// mcp-go's "likely a legacy SSE server" named no setting.
+	return fmt.Errorf(`%w%s: if it is one (its url often ends in /sse), set "type": "sse" for server %q in the MCP servers file`, err, said, name)
 }
 
 type sseStreamBody struct {
