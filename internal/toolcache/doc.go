@@ -16,8 +16,8 @@
 // EOF, HTTP session expired with 404, Settings.HealthMisses health checks in
 // a row unanswered while nothing else was heard from the server) is replaced
 // in the background; the call that was in flight gets ErrSessionLost, the
-// next call waits for the fresh session (a call refused with 404 is sent
-// again on it). Cancelling a call's context sends notifications/cancelled
+// next call waits for the fresh session (a call refused with 404, or one
+// still waiting for a free slot, is sent on it). Cancelling a call's context sends notifications/cancelled
 // (on 2026-07-28 over HTTP, closing the request's stream is the
 // cancellation). Close leaves no child process behind: each child runs in
 // its own process group, which is killed after the graceful stdin close /

@@ -37,6 +37,14 @@ var (
 	ErrConfig = errors.New("toolcache: invalid configuration")
 )
 
+// notSentError is the error of a call that was never sent (its session
+// broke while it waited for a free slot): View.callOn sends it on the
+// next session.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
 // RPCError is a JSON-RPC error the server answered with (e.g. unknown tool,
 // invalid params). The session stays usable.
 type RPCError struct {

@@ -145,6 +145,9 @@ type options struct {
 	// acquireHook runs when a call starts waiting for a server's session
 	// (tests).
 	acquireHook func(server string)
+	// slotHook runs when a call starts waiting for a free slot of a
+	// session (MaxConcurrent) (tests).
+	slotHook func(server string)
 	// shortIntervals takes health and resync intervals under MinInterval
 	// (tests, which cannot wait seconds for a check).
 	shortIntervals bool
@@ -293,7 +296,7 @@ func NewPool(ctx context.Context, cfg Config, opts ...Option) (*Pool, error) {
 		cancel:   cancel,
 		views:    map[*View]struct{}{},
 	}
-	p.dialer = &dialer{logger: slog.New(warnHandler{o.logger.Handler()}), clientInfo: o.clientInfo, connectTimeout: o.ConnectTimeout, notify: p.onNotification, secrets: secrets}
+	p.dialer = &dialer{logger: slog.New(warnHandler{o.logger.Handler()}), clientInfo: o.clientInfo, connectTimeout: o.ConnectTimeout, notify: p.onNotification, secrets: secrets, slotHook: o.slotHook}
 	for _, name := range sortedKeys(full.Servers) {
 		sc := full.Servers[name]
 		if sc.Disabled {

@@ -84,6 +84,9 @@ type session struct {
 	// status (see refusalWatch).
 	refusal atomic.Pointer[httpRefusal]
 
+	// slotHook runs when a call starts waiting for a free slot (tests).
+	slotHook func(server string)
+
 	// modern: the session speaks 2026-07-28 (no handshake, no session).
 	modern    atomic.Bool
 	lastHeard atomic.Int64 // UnixNano of the last response or notification
@@ -110,6 +113,8 @@ type dialer struct {
 	// secrets are the pool's errorSecrets, masked in the stderr and
 	// stdout a session quotes before it is cut (see stderrHint).
 	secrets []string
+	// slotHook is each session's slotHook (tests).
+	slotHook func(server string)
 }
 
 // timedOut says of err, when the handshake's ctx has run out, that it was
@@ -141,14 +146,15 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 	}
 	procCtx, cancel := context.WithCancel(context.Background())
 	s := &session{
-		server:  name,
-		cfg:     cfg,
-		secrets: d.secrets,
-		sem:     make(chan struct{}, cfg.maxConcurrent()),
-		dead:    make(chan struct{}),
-		exited:  make(chan struct{}),
-		ctx:     procCtx,
-		cancel:  cancel,
+		server:   name,
+		cfg:      cfg,
+		secrets:  d.secrets,
+		slotHook: d.slotHook,
+		sem:      make(chan struct{}, cfg.maxConcurrent()),
+		dead:     make(chan struct{}),
+		exited:   make(chan struct{}),
+		ctx:      procCtx,
+		cancel:   cancel,
 	}
 	// mcp-go's transports log without saying which server (an error for
 	// each request a server sends that the pool declines, a lost stream).
@@ -1089,10 +1095,20 @@ func (s *session) callTool(ctx context.Context, original string, args json.RawMe
 	}
 	select {
 	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("server %q: waiting for a free slot: %w", s.server, ctx.Err())
-	case <-s.dead:
-		return Result{}, fmt.Errorf("%w: server %q: %w", ErrSessionLost, s.server, s.deadErr)
+	default:
+		if s.slotHook != nil {
+			s.slotHook(s.server)
+		}
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return Result{}, fmt.Errorf("server %q: waiting for a free slot: %w", s.server, ctx.Err())
+		case <-s.dead:
+			// Not sent: not ErrSessionLost ("may or may not have run"),
+			// and safe to send on the next session (View.callOn).
+			return Result{}, &notSentError{fmt.Errorf("%w: server %q: the session broke while the call waited for a free slot (maxConcurrent), so it was not sent: %w",
+				ErrServerUnavailable, s.server, s.deadErr)}
+		}
 	}
 	defer func() { <-s.sem }()
 	ctx, cp := withCapture(ctx)

@@ -314,9 +314,11 @@ func (v *View) callOn(ctx context.Context, c *serverConn, t Tool, args json.RawM
 		return Result{}, err
 	}
 	res, err := s.callTool(ctx, t.Original, args)
-	if errors.Is(err, ErrSessionLost) && errors.Is(err, transport.ErrSessionTerminated) {
+	var notSent *notSentError
+	if errors.Is(err, ErrSessionLost) && errors.Is(err, transport.ErrSessionTerminated) || errors.As(err, &notSent) {
 		// The server answered 404 for an expired HTTP session: the request
-		// was refused, not run, so it is safe to send again on a new session.
+		// was refused, not run; or the session broke while the call waited
+		// for a free slot. It is safe to send again on a new session.
 		s, err2 := v.session(ctx, c)
 		if err2 != nil {
 			return Result{}, err2 // not run; why there is no session is the news
