@@ -6,8 +6,9 @@
 // deny), its client tools answered by the submitter over NATS, an event
 // sink and a checkpoint store backed by the worker (jobs.RunEnv), and the
 // checkpoint of an earlier attempt to resume from. It reflects the loop's
-// raw transcript (package reflect) and marks the errors another attempt may
-// fix as jobs.Retryable.
+// raw transcript (package reflect), keeping out of the reflected one what
+// the job door would refuse in a continuation's history (wellFormed), and
+// marks the errors another attempt may fix as jobs.Retryable.
 //
 // The rules about the job's content live in the loop (the system prompt,
 // rounds, modes); the rules about delivery live in jobs. This package only

@@ -143,7 +143,9 @@ func (r *Runner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv) (*jobs
 	res, err := r.cfg.Loop.Run(ctx, in)
 	var out *jobs.Outcome
 	if res != nil {
-		out = &jobs.Outcome{Result: *res, Reflected: reflect.Rewrite(res.Messages, res.Records), Model: job.Model}
+		// The reflected transcript is a continuation's history: what the
+		// job door refuses must not be in it (wellFormed).
+		out = &jobs.Outcome{Result: *res, Reflected: wellFormed(reflect.Rewrite(res.Messages, res.Records)), Model: job.Model}
 		if out.Model == "" {
 			out.Model = r.cfg.Model
 		}
