@@ -237,6 +237,12 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 
 	p := newProgress(c.stderr, len(lines), isTerminal(c.stderr) && !f.json, f.detach)
 	defer p.stop()
+	var waits *waiting // the jobs waited for, told of when they stall
+	if !f.detach {
+		waits = &waiting{}
+		stopStalls := c.watchStalls(cl, waits.list, p.note, true)
+		defer stopStalls()
+	}
 	results := make(chan batchResult)
 	sem := make(chan struct{}, f.parallel) // bounds jobs in flight
 	var wg sync.WaitGroup
@@ -245,7 +251,7 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				results <- c.runOne(cl, l, f.detach)
+				results <- c.runOne(cl, l, waits)
 			})
 		}
 		wg.Wait()
@@ -300,10 +306,11 @@ var (
 // cut it short, so a job is either queued with its state or not at all.
 const submitTimeout = 30 * time.Second
 
-// runOne submits one batch job and, unless detach, waits for its end. After
-// an interrupt (c.ctx done) it submits nothing more, and a job it waits for
-// is reported as it stands: it goes on without us.
-func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) batchResult {
+// runOne submits one batch job and, unless waits is nil (--detach), waits
+// for its end, in waits meanwhile. After an interrupt (c.ctx done) it
+// submits nothing more, and a job it waits for is reported as it stands:
+// it goes on without us.
+func (c *cli) runOne(cl *jobs.Client, l batchLine, waits *waiting) batchResult {
 	job := *l.job
 	fail := func(err error) batchResult {
 		id := job.ID
@@ -342,12 +349,14 @@ func (c *cli) runOne(cl *jobs.Client, l batchLine, detach bool) batchResult {
 		return fail(fmt.Errorf("%w: job %s was submitted before (%s) and is not queued again; its outcome is not "+
 			"this line's (submit status %s; give the line another id to run it)", errDuplicate, rc.ID, rc.State.Status, rc.ID))
 	}
-	if detach || rc.State.Status.Terminal() {
+	if waits == nil || rc.State.Status.Terminal() {
 		res := resultOf(rc.State)
 		res.Metadata = job.Metadata
 		return batchResult{Line: l.n, Result: res}
 	}
+	waits.add(rc.ID)
 	st, err := cl.Wait(c.ctx, rc.ID)
+	waits.remove(rc.ID)
 	if err == nil {
 		// An answer too large for the state is read back in full; should
 		// that fail, the preview and its reference are the result.
@@ -455,6 +464,16 @@ func (p *progress) done(res batchResult) {
 		eta = (per * time.Duration(p.total-p.count)).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "[%d/%d] %d %s, %d failed, eta %s: %s\n", p.count, p.total, p.count-p.failed, p.okWord(), p.failed, eta, line)
+}
+
+// note prints msg (a stalled job) above the bar, or as a line of its own;
+// safe beside done, which another goroutine calls.
+func (p *progress) note(msg string) {
+	if p.bar != nil {
+		_, _ = progressbar.Bprintln(p.bar, msg)
+		return
+	}
+	fmt.Fprintln(p.w, msg)
 }
 
 func (p *progress) okWord() string {

@@ -344,6 +344,38 @@ func (c *Client) Status(ctx context.Context, id string) (*State, error) {
 	return st, err
 }
 
+// QueuedMessageGone reports whether job id is queued on a message (its
+// state's stream_seq) that the jobs stream no longer holds: purged (nats
+// stream purge), deleted, expired by a max age an operator set, or gone
+// with the stream (nats stream rm, which a refused setting advises). No
+// worker will run such a job, and the id cannot be submitted again (the
+// queued state makes it a resubmission), so a follower waited for ever in
+// silence. rev is the state's revision: a message a worker removed an
+// instant before it writes the job's state (a job refused at the door) is
+// gone for a moment with the state unchanged, so a caller should report
+// only the same revision found gone twice, some seconds apart. A state
+// without a sequence (published by hand, or its sequence never recorded)
+// is never reported.
+func (c *Client) QueuedMessageGone(ctx context.Context, id string) (st *State, rev uint64, gone bool, err error) {
+	st, rev, err = c.states.get(ctx, id)
+	if err != nil || st.Status != StatusQueued || st.StreamSeq == 0 {
+		return st, rev, false, err
+	}
+	_, err = c.topo.Jobs.GetMsg(ctx, st.StreamSeq)
+	switch {
+	case err == nil:
+		return st, rev, false, nil
+	case !errors.Is(err, jetstream.ErrMsgNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound):
+		return st, rev, false, fmt.Errorf("message %d of %s: %w", st.StreamSeq, c.names.JobsStream(), err)
+	}
+	// Read again: claimed, settled or handed back meanwhile, it moved on.
+	now, nowRev, err := c.states.get(ctx, id)
+	if err != nil {
+		return st, rev, false, err
+	}
+	return now, nowRev, nowRev == rev, nil
+}
+
 // Wait returns the job's state once it is final.
 func (c *Client) Wait(ctx context.Context, id string) (*State, error) {
 	return c.states.wait(ctx, id, func(s *State) bool { return s.Status.Terminal() })
