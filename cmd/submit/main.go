@@ -197,6 +197,11 @@ func flagError(fs *pflag.FlagSet, err error) error {
 		if name, _, _ := strings.Cut(ne.GetSpecifiedShortnames(), "="); len(name) > 1 && fs.Lookup(name) != nil {
 			return usagef("%w: a long flag takes two dashes: --%s", err, name)
 		}
+		if sn := ne.GetSpecifiedShortnames(); sn != "" && fs.Name() != "submit" && jobs.ValidID("-"+sn) {
+			// Job ids may start with a dash (a publisher's, or --id -x):
+			// "submit status -x" was refused as an unknown shorthand 'x'.
+			return usagef("%w: a job id that starts with a dash goes after --: submit %s -- -%s", err, fs.Name(), sn)
+		}
 		if name := ne.GetSpecifiedName(); name != "" {
 			var names []string
 			fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
