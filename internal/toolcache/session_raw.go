@@ -34,7 +34,8 @@ package toolcache
 //     HTTP request no other way. (On 2026-07-28 closing the request's stream
 //     is the cancellation, and nothing is sent.)
 //   - Signs of life for the health check: any response or notification.
-//   - A caller's deadline: mcp-go's stdio write does not watch it (see send).
+//   - A caller's deadline: mcp-go's stdio write and its in-process
+//     handler call do not watch it (see send).
 
 import (
 	"context"
@@ -198,23 +199,37 @@ func withoutUndecodableTools(result json.RawMessage) (json.RawMessage, map[int]e
 // pipe's buffer would hold that caller, and every request after it (the
 // health checks included, so the server was never replaced), past any
 // deadline. A write given up on goes on until the server reads again or
-// the session is closed (which closes stdin under it). The other
-// transports honour ctx themselves, so only stdio pays for a goroutine.
+// the session is closed (which closes stdin under it). mcp-go's
+// in-process transport runs the server's handler in the caller's
+// goroutine: a tool handler that does not watch its context held the call
+// past the server's callTimeout and the job's deadline. HTTP and SSE
+// honour ctx themselves, so only stdio and in-process pay for a goroutine;
+// a panic in it (an in-process handler's) is raised again in the caller,
+// as it was before, for the caller's recovery.
 func (t *tapTransport) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	if t.s.cfg.Type != TypeStdio {
+	if t.s.cfg.Type != TypeStdio && t.s.cfg.Type != TypeInProcess {
 		return t.inner.SendRequest(ctx, req)
 	}
 	type answer struct {
-		resp *transport.JSONRPCResponse
-		err  error
+		resp     *transport.JSONRPCResponse
+		err      error
+		panicked any
 	}
 	ch := make(chan answer, 1)
 	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- answer{panicked: p}
+			}
+		}()
 		resp, err := t.inner.SendRequest(ctx, req)
-		ch <- answer{resp, err}
+		ch <- answer{resp: resp, err: err}
 	}()
 	select {
 	case a := <-ch:
+		if a.panicked != nil {
+			panic(a.panicked)
+		}
 		return a.resp, a.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
