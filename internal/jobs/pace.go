@@ -80,6 +80,7 @@ func (w *Worker) followConsumers(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		w.restoreFilter(ctx, q, info)
 		p := w.consumerPace(info.Config)
 		w.paceMu.Lock()
 		before, known := w.paces[q]
@@ -106,4 +107,32 @@ func (w *Worker) followConsumers(ctx context.Context) {
 				"own_max_deliver", w.cfg.Topology.MaxDeliver, "heartbeat", p.heartbeat)
 		}
 	}
+}
+
+// restoreFilter puts back the filter of queue's consumer when it was
+// changed under the running workers (nats consumer edit --filter): the
+// queue's jobs then reached no worker, and nothing said so, until a worker
+// started again (ensureConsumer restores it). A filter of another
+// deployment's prefix is left alone, as ensureConsumer leaves it.
+func (w *Worker) restoreFilter(ctx context.Context, queue string, info *jetstream.ConsumerInfo) {
+	want := w.names.JobsSubject(queue)
+	have := info.Config
+	if have.FilterSubject == want && len(have.FilterSubjects) == 0 {
+		return
+	}
+	filters := append([]string{have.FilterSubject}, have.FilterSubjects...)
+	if _, ok := otherPrefix(w.names, filters, []string{want}); ok {
+		return
+	}
+	cfg := have
+	cfg.FilterSubject, cfg.FilterSubjects = want, nil
+	uctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	if _, err := w.topo.Jobs.UpdateConsumer(uctx, cfg); err != nil {
+		w.log.Error("the consumer of the queue has another filter, so its jobs reach no worker; putting it back failed",
+			"queue", queue, "consumer", info.Name, "filter", have.FilterSubject, "filters", have.FilterSubjects, "want", want, "err", err)
+		return
+	}
+	w.log.Warn("the consumer of the queue had another filter (changed by hand?), so its jobs reached no worker; put back",
+		"queue", queue, "consumer", info.Name, "filter", have.FilterSubject, "filters", have.FilterSubjects, "want", want)
 }
