@@ -238,9 +238,10 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 	p := newProgress(c.stderr, len(lines), isTerminal(c.stderr) && !f.json, f.detach)
 	defer p.stop()
 	var waits *waiting // the jobs waited for, told of when they stall
+	stopStalls := func() {}
 	if !f.detach {
 		waits = &waiting{}
-		stopStalls := c.watchStalls(cl, waits.list, p.note, true)
+		stopStalls = c.watchStalls(cl, waits.list, p.note, true)
 		defer stopStalls()
 	}
 	results := make(chan batchResult)
@@ -279,6 +280,7 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 		}
 		p.done(res)
 	}
+	stopStalls() // no notice after the summary
 	p.finish()
 	if writeErr != nil {
 		where := "standard output"
