@@ -58,7 +58,7 @@ func (c *cli) submitCommand() *command {
 	fs.IntVar(&f.maxRounds, "max-rounds", 0, "at most `N` LLM rounds")
 	fs.StringVar(&f.timeout, "timeout", "", "job timeout `DUR`, e.g. 90s, 5m")
 	fs.StringArrayVar(&f.meta, "meta", nil, "metadata `k=v` (repeatable)")
-	fs.StringVar(&f.jobFile, "job", "", "a whole job as JSON in `FILE` (the flags above override its fields)")
+	fs.StringVar(&f.jobFile, "job", "", "a whole job as JSON in `FILE` (\"-\" reads stdin; the flags above override its fields)")
 	fs.StringVar(&f.localMCP, "local-mcp", "", "offer the tools of the local MCP servers in `FILE` (the worker's format) as client tools, answered here")
 	fs.BoolVar(&f.detach, "detach", false, "print the job id and return without following (batch: submit every line and write receipts, without waiting)")
 	fs.StringVar(&f.file, "file", "", "batch mode: the jobs of `FILE`, one a line (\"-\" reads stdin)")
@@ -307,7 +307,16 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 	}
 	var err error
 	var jobData []byte
-	if f.jobFile != "" {
+	switch f.jobFile {
+	case "":
+	case "-": // as --file - is: a job piped from jq or another program
+		if f.file == "-" {
+			return 0, usagef("--job - and --file - both read stdin: give one of them a file")
+		}
+		if jobData, err = io.ReadAll(c.stdin); err != nil {
+			return 0, fmt.Errorf("--job -: %w", err)
+		}
+	default:
 		if jobData, err = os.ReadFile(f.jobFile); err != nil {
 			return 0, err
 		}
