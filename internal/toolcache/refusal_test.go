@@ -61,3 +61,33 @@ func TestHandshakeRefusalSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// A legacy SSE server refusing its stream said only "authorization
+// required" or "unexpected status code: 403": the error now quotes what
+// the server answered, and a 401 or 403 points at the credentials.
+func TestSSERefusalSaysWhy(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/401", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "token expired", 401) })
+	mux.HandleFunc("/403", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "key revoked", 403) })
+	mux.HandleFunc("/404", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no route /404", 404) })
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	s := DefaultSettings()
+	s.HealthInterval, s.BackoffInitial, s.BackoffMax = 0, time.Hour, time.Hour
+	servers := map[string]ServerConfig{}
+	for _, path := range []string{"401", "403", "404"} {
+		servers["s"+path] = ServerConfig{Type: TypeSSE, URL: ts.URL + "/" + path}
+	}
+	p := newTestPool(t, Config{Servers: servers}, WithSettings(s))
+	want := map[string]string{
+		"s401": `(the server answered 401 Unauthorized: "token expired"): check the credentials set for server "s401"`,
+		"s403": `(the server answered 403 Forbidden: "key revoked"): check the credentials set for server "s403"`,
+		"s404": `(the server answered 404 Not Found: "no route /404")`,
+	}
+	for _, st := range p.Status() {
+		if st.State != StateFailed || !strings.Contains(st.Error, want[st.Name]) {
+			t.Errorf("%s: %s %q\nwant it to contain %q", st.Name, st.State, st.Error, want[st.Name])
+		}
+	}
+}

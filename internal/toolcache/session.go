@@ -214,7 +214,7 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		tr = t
 	case TypeSSE:
 		s.http = newHTTPClient(&s.tooLarge)
-		s.http.Transport = sseStreamWatch{s.http.Transport, s, log}
+		s.http.Transport = sseStreamWatch{refusalWatch{s.http.Transport, s}, s, log}
 		opts := []transport.ClientOption{transport.WithHTTPClient(s.http), transport.WithSSELogger(log),
 			transport.WithResponseTimeout(sseResponseTimeout)}
 		if d.connectTimeout > 0 {
@@ -272,6 +272,9 @@ func (d *dialer) dial(ctx context.Context, name string, cfg ServerConfig, inproc
 		_ = s.close()
 		if cfg.Type == TypeStdio {
 			return nil, fmt.Errorf("start %q: %w", cfg.Command, err)
+		}
+		if cfg.Type == TypeSSE {
+			err = refusedStream(err, s.refusal.Load(), name)
 		}
 		return nil, fmt.Errorf("connect %s: %w", redact.URL(cfg.URL), err) // errors reach the model
 	}
@@ -592,10 +595,12 @@ type httpRefusal struct {
 // maxRefusalBody is how much of a refusal's body an error quotes.
 const maxRefusalBody = 200
 
-// refusalWatch keeps a Streamable HTTP session's last refused POST
-// (status >= 400) in its refusal: mcp-go reports a refused initialize
-// without its status or body, as "authorization required" (401) or, for
-// every other 4xx, "likely a legacy SSE server" (refusedHandshake).
+// refusalWatch keeps an HTTP or SSE session's last refused request
+// (status >= 400; a DELETE ending the session aside) in its refusal:
+// mcp-go reports a refused initialize without its status or body, as
+// "authorization required" (401) or, for every other 4xx, "likely a
+// legacy SSE server" (refusedHandshake), and a refused SSE stream as
+// "unexpected status code: 403" (refusedStream).
 type refusalWatch struct {
 	base http.RoundTripper
 	s    *session
@@ -603,7 +608,7 @@ type refusalWatch struct {
 
 func (t refusalWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
-	if err != nil || r.Method != http.MethodPost || resp.StatusCode < 400 || resp.Body == nil {
+	if err != nil || r.Method == http.MethodDelete || resp.StatusCode < 400 || resp.Body == nil {
 		return resp, err
 	}
 	body, _ := io.ReadAll(resp.Body) // bounded: an error body (boundedTransport)
@@ -655,6 +660,25 @@ func refusedHandshake(err error, r *httpRefusal, name string) error {
 	}
 	// mcp-go's "likely a legacy SSE server" named no setting.
 	return fmt.Errorf(`%w%s: if it is one (its url often ends in /sse), set "type": "sse" for server %q in the MCP servers file`, err, said, name)
+}
+
+// refusedStream adds to err, the failed start of a legacy SSE session,
+// what the server answered when it refused the stream (r, when one was
+// seen): mcp-go says "authorization required" or "unexpected status
+// code: 403" without the server's words. A 401 or 403 points at the
+// server's credentials.
+func refusedStream(err error, r *httpRefusal, name string) error {
+	if r == nil {
+		return err
+	}
+	said := fmt.Sprintf("%d %s", r.status, http.StatusText(r.status))
+	if r.body != "" {
+		said += fmt.Sprintf(": %q", r.body)
+	}
+	if r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
+		return fmt.Errorf(`%w (the server answered %s): check the credentials set for server %q in the MCP servers file (its "headers" or url)`, err, said, name)
+	}
+	return fmt.Errorf("%w (the server answered %s)", err, said)
 }
 
 type sseStreamBody struct {
