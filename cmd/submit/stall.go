@@ -71,6 +71,10 @@ func (c *cli) watchStalls(cl *jobs.Client, ids func() []string, say func(string)
 		goneRev := map[string]uint64{}  // a job's state revision found without its message
 		toldGone := map[string]uint64{} // ... and reported
 		toldIdle := false               // no worker at all, reported
+		// Off once a message could not be read while its state could (a
+		// user the server refuses $JS.API.STREAM.MSG.GET): a refused
+		// request goes unanswered, so each look would wait for its timeout.
+		readMsgs := true
 		tick := time.NewTicker(aliveEvery)
 		defer tick.Stop()
 		for {
@@ -81,7 +85,16 @@ func (c *cli) watchStalls(cl *jobs.Client, ids func() []string, say func(string)
 			}
 			askedIdle := false
 			for _, id := range ids() {
-				st, rev, gone, _ := cl.QueuedMessageGone(ctx, id) // an error: nothing told this time
+				var st *jobs.State
+				var rev uint64
+				var gone bool
+				var err error
+				if readMsgs {
+					st, rev, gone, err = cl.QueuedMessageGone(ctx, id)
+					readMsgs = err == nil || st == nil
+				} else {
+					st, _ = cl.Status(ctx, id)
+				}
 				if ctx.Err() != nil {
 					return
 				}

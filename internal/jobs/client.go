@@ -355,7 +355,8 @@ func (c *Client) Status(ctx context.Context, id string) (*State, error) {
 // gone for a moment with the state unchanged, so a caller should report
 // only the same revision found gone twice, some seconds apart. A state
 // without a sequence (published by hand, or its sequence never recorded)
-// is never reported.
+// is never reported. An error with a state is the message's read (refused
+// by the server's permissions, say); with none, the state's.
 func (c *Client) QueuedMessageGone(ctx context.Context, id string) (st *State, rev uint64, gone bool, err error) {
 	st, rev, err = c.states.get(ctx, id)
 	if err != nil || st.Status != StatusQueued || st.StreamSeq == 0 {
@@ -371,7 +372,7 @@ func (c *Client) QueuedMessageGone(ctx context.Context, id string) (st *State, r
 	// Read again: claimed, settled or handed back meanwhile, it moved on.
 	now, nowRev, err := c.states.get(ctx, id)
 	if err != nil {
-		return st, rev, false, err
+		return nil, 0, false, err
 	}
 	return now, nowRev, nowRev == rev, nil
 }
