@@ -80,6 +80,14 @@ func formatEvent(ev jobs.Event) string {
 		} else {
 			what = fmt.Sprintf("%s → %s (%vms)", name, oneLine(str("output"), 200), get("duration_ms"))
 		}
+	case "tool.progress": // a server's report on a call in progress
+		what = str("name") + ": " + str("progress")
+		if t := str("total"); t != "" {
+			what += "/" + t
+		}
+		if m := str("message"); m != "" {
+			what += " " + oneLine(m, 160)
+		}
 	case "tool.clash": // a client tool named like a tool of the job's servers
 		what = fmt.Sprintf("%s: %s's tool is used, the client tool of that name is left out", str("name"), str("server"))
 	case "tool.validation_failed":

@@ -24,6 +24,8 @@ func TestFormatEventRounds(t *testing.T) {
 			"loop.outcome     final_answer after 1 tool rounds, 842 prompt + 65 completion tokens", "round 1:"},
 		{jobs.Event{Type: "tool.clash", Data: json.RawMessage(`{"name":"add","server":"example","winner":"server"}`)},
 			"tool.clash       add: example's tool is used, the client tool of that name is left out", "{"},
+		{jobs.Event{Type: "tool.progress", Round: 1, Data: json.RawMessage(`{"call_id":"c1","name":"crawl","tool":"crawl","progress":2,"total":3,"message":"page\n2"}`)},
+			"tool.progress    round 1: crawl: 2/3 page 2", "{"},
 		{jobs.Event{Type: "loop.outcome", Data: json.RawMessage(`{"stop_reason":"final_answer","rounds":0,"prompt_tokens":9,"completion_tokens":1}`)},
 			"loop.outcome     final_answer after 0 tool rounds", "round 0:"},
 		// A tool's output with a terminal sequence (clear the screen, set

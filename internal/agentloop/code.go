@@ -253,7 +253,8 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 		"from": ToolExecuteCode, "parent_call_id": parent.tc.ID,
 	})
 	start := time.Now()
-	res, err := j.effect(ctx, ic, j.runEffect(e, args))
+	pctx := withProgress(ctx, h.round, emit, id, name, name, map[string]any{"from": ToolExecuteCode, "parent_call_id": parent.tc.ID})
+	res, err := j.effect(pctx, ic, j.runEffect(e, args))
 	if ic.fatal != nil {
 		// A journal that cannot be written ends the attempt; a script that
 		// went another way than the record ends only this execution, with

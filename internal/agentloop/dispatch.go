@@ -323,7 +323,8 @@ func (j *job) run1(ctx context.Context, round int, c *call, emit func(context.Co
 	case len(c.invalid) > 0:
 		c.output, c.isError = invalidMessage(c), true
 	default:
-		c.output, c.isError = j.dispatchSafe(ctx, c)
+		pctx := withProgress(ctx, round, emit, c.tc.ID, c.tc.Function.Name, toolName(c.target, c.tc.Function.Name), nil)
+		c.output, c.isError = j.dispatchSafe(pctx, c)
 	}
 	dur := time.Since(start)
 	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)

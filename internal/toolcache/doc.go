@@ -19,7 +19,9 @@
 // next call waits for the fresh session (a call refused with 404, or one
 // still waiting for a free slot, is sent on it). Cancelling a call's context sends notifications/cancelled
 // (on 2026-07-28 over HTTP, closing the request's stream is the
-// cancellation). Close leaves no child process behind: each child runs in
+// cancellation). A call whose context carries WithProgress asks for
+// progress (a progressToken) and gets the server's
+// notifications/progress, masked, as they come. Close leaves no child process behind: each child runs in
 // its own process group, which is killed after the graceful stdin close /
 // SIGTERM, and Pdeathsig kills it if the worker dies first. A session that
 // dies within seconds of connecting counts as a failed attempt (the first

@@ -401,6 +401,9 @@ func (p *Pool) onNotification(name string, s *session, n mcp.JSONRPCNotification
 			c.requestResync()
 		}
 	}
+	if n.Method == string(mcp.MethodNotificationProgress) && s != nil {
+		s.progress.deliver(p.maskNotification(n))
+	}
 	if p.opts.notify != nil {
 		p.opts.notify(name, p.maskNotification(n))
 	}

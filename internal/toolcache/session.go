@@ -87,6 +87,9 @@ type session struct {
 	// slotHook runs when a call starts waiting for a free slot (tests).
 	slotHook func(server string)
 
+	// progress routes notifications/progress to the calls that asked.
+	progress progressRoutes
+
 	// modern: the session speaks 2026-07-28 (no handshake, no session).
 	modern    atomic.Bool
 	lastHeard atomic.Int64 // UnixNano of the last response or notification
@@ -1139,9 +1142,18 @@ func (s *session) callTool(ctx context.Context, original string, args json.RawMe
 	var res *mcp.CallToolResult
 	err := s.do(ctx, string(mcp.MethodToolsCall), func(ctx context.Context) (err error) {
 		req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: original, Arguments: args}}
+		var meta mcp.Meta
 		if key := journal.KeyFromContext(ctx); key != "" {
 			// Servers that can deduplicate a call do, across attempts.
-			req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{journal.MetaKey: key}}
+			meta.AdditionalFields = map[string]any{journal.MetaKey: key}
+		}
+		if f := progressFrom(ctx); f != nil {
+			tok, done := s.progress.add(f)
+			defer done()
+			meta.ProgressToken = tok
+		}
+		if meta.AdditionalFields != nil || meta.ProgressToken != nil {
+			req.Params.Meta = &meta
 		}
 		res, err = s.c.CallTool(ctx, req)
 		return err
