@@ -88,6 +88,9 @@ func formatEvent(ev jobs.Event) string {
 		if m := str("message"); m != "" {
 			what += " " + oneLine(m, 160)
 		}
+	case "context.compacted": // the model's window was full
+		what = fmt.Sprintf("the model's context window was full: %v tool outputs cut (%v bytes; level %v)",
+			get("cut_outputs"), get("cut_bytes"), get("level"))
 	case "tool.clash": // a client tool named like a tool of the job's servers
 		what = fmt.Sprintf("%s: %s's tool is used, the client tool of that name is left out", str("name"), str("server"))
 	case "tool.validation_failed":

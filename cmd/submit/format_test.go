@@ -26,6 +26,8 @@ func TestFormatEventRounds(t *testing.T) {
 			"tool.clash       add: example's tool is used, the client tool of that name is left out", "{"},
 		{jobs.Event{Type: "tool.progress", Round: 1, Data: json.RawMessage(`{"call_id":"c1","name":"crawl","tool":"crawl","progress":2,"total":3,"message":"page\n2"}`)},
 			"tool.progress    round 1: crawl: 2/3 page 2", "{"},
+		{jobs.Event{Type: "context.compacted", Round: 3, Data: json.RawMessage(`{"retry":0,"level":1,"cut_outputs":2,"cut_bytes":11488,"error":"This model's maximum context length is 4096 tokens."}`)},
+			"context.compacted round 3: the model's context window was full: 2 tool outputs cut (11488 bytes; level 1)", "{"},
 		{jobs.Event{Type: "loop.outcome", Data: json.RawMessage(`{"stop_reason":"final_answer","rounds":0,"prompt_tokens":9,"completion_tokens":1}`)},
 			"loop.outcome     final_answer after 0 tool rounds", "round 0:"},
 		// A tool's output with a terminal sequence (clear the screen, set

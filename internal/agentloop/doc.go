@@ -64,6 +64,12 @@
 // template takes one call a turn (Llama 3's) gets parallel calls as one
 // turn each, and one that takes only Mistral's call ids (9 letters or
 // digits) gets the others replaced, in that request and every later one.
+// A server that refuses a request over the model's context window (vLLM,
+// llama.cpp, OpenAI's context_length_exceeded, ...) gets it again with
+// the tool outputs the model already read cut, a level at a time (earlier
+// rounds' to 256 bytes, then to none, then the last round's to 2 KiB),
+// each cut saying so, in that request and every later one, with a
+// context.compacted event (compact.go).
 // Only the request changes: history keeps what happened. Tool calls that a model writes into its
 // content (Hermes/Qwen <tool_call>, Llama <function=...>, Mistral
 // [TOOL_CALLS], fenced or bare JSON) are recognised, and near misses of

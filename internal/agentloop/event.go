@@ -34,6 +34,10 @@ import "context"
 //	job.resumed            from_round (the round this attempt starts at), rounds_done,
 //	                       answers, calls_completed, calls_in_flight (what the journal
 //	                       held): an attempt continues an earlier one
+//	context.compacted      retry, level, cut_outputs, cut_bytes, error (the server's
+//	                       refusal): a request over the model's context window is
+//	                       sent again, and so is every later one, with the tool
+//	                       outputs the model already read cut (levels 1-3, compact.go)
 //	checkpoint.failed      error
 //	search.semantic_fallback error: search_tools' query could not be embedded (the
 //	                       embeddings endpoint failed), so it was answered with the
@@ -56,6 +60,7 @@ const (
 	EventToolCall             = "tool.call"
 	EventToolResult           = "tool.result"
 	EventToolProgress         = "tool.progress"
+	EventContextCompacted     = "context.compacted"
 	EventToolValidationFailed = "tool.validation_failed"
 	EventToolSchemaRetry      = "tool.schema_retry"
 	EventToolClash            = "tool.clash"

@@ -72,6 +72,10 @@ type job struct {
 	// mistralIDs: the server refused a call id that is not Mistral's 9
 	// letters or digits, so every request is sent with such ids replaced.
 	mistralIDs bool
+	// compact: the server refused a request over the model's context
+	// window; every request is sent with the tool outputs cut to this
+	// level (compact.go).
+	compact int
 }
 
 // liveGetter is a ToolSet that finds a tool in its current catalog
@@ -660,21 +664,38 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 		j.usage.FullModeToolDefTokens += int64(fullToks)
 		return j.l.cfg.LLM.Complete(ctx, llm.Request{Model: j.in.Model, Messages: msgs, Tools: tools, ToolChoice: toolChoice})
 	}
-	if j.mistralIDs {
-		// Refused once already: every later request holds those ids too.
-		msgs, _ = mistralIDs(msgs)
-	}
-	resp, err := send(msgs)
 	// Servers whose chat format refuses a shape of history the loop made
 	// get it again in a shape they take (the request only), each rewrite
 	// at most once, in whichever order the server refuses them (Mistral's
-	// API refuses both ids and notes after tool results).
+	// API refuses both ids and notes after tool results); a history over
+	// the model's context window is cut (compact.go). Each request is
+	// built from the loop's messages with every fix found so far.
 	rewrites := []struct {
 		refused func(error) bool
 		rewrite func([]llm.Message) ([]llm.Message, bool)
-		done    bool
+		done    bool // tried
+		applied bool
 	}{{refused: userAfterToolRefused, rewrite: foldUserAfterTool}, {refused: oneCallRefused, rewrite: splitParallelCalls},
 		{refused: mistralIDsRefused, rewrite: mistralIDs}}
+	const mistral = 2
+	orig := msgs
+	build := func() []llm.Message {
+		m, _ := cutHistory(orig, j.compact)
+		for i, f := range rewrites {
+			if f.applied && i != mistral {
+				if r, ok := f.rewrite(m); ok {
+					m = r
+				}
+			}
+		}
+		if j.mistralIDs {
+			// Refused once already: every later request holds those ids too.
+			m, _ = mistralIDs(m)
+		}
+		return m
+	}
+	msgs = build()
+	resp, err := send(msgs)
 	for again := true; err != nil && again; {
 		again = false
 		for i := range rewrites {
@@ -683,14 +704,28 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 				continue
 			}
 			f.done = true
-			if rewritten, ok := f.rewrite(msgs); ok {
-				if i == len(rewrites)-1 {
+			if _, ok := f.rewrite(msgs); ok {
+				f.applied = true
+				if i == mistral {
 					j.mistralIDs = true
 				}
-				msgs = rewritten
+				msgs = build()
 				resp, err = send(msgs)
 				again = true
 				break
+			}
+		}
+		for !again && contextExceeded(err) && j.compact < maxCompactLevel {
+			j.compact++
+			if _, c, ok := compactHistory(orig, j.compact); ok {
+				var apiErr *llm.APIError
+				errors.As(err, &apiErr)
+				j.emit(ctx, EventContextCompacted, round, map[string]any{
+					"retry": attempt, "level": j.compact, "cut_outputs": c.messages, "cut_bytes": c.bytes, "error": apiErr.Message,
+				})
+				msgs = build()
+				resp, err = send(msgs)
+				again = true
 			}
 		}
 	}
