@@ -306,13 +306,27 @@ func (pc *procCall) died(werr error, calls int) Output {
 	msg := pc.stderr.firstLine()
 	var ee *exec.ExitError
 	killed := errors.As(werr, &ee) && ee.ProcessState != nil && ee.ProcessState.String() == "signal: killed"
-	if strings.Contains(msg, "out of memory") || killed {
+	if outOfMemory(msg) || killed {
 		return Output{Calls: calls, Err: limitErr("memory", "execution stopped: the code's process ran out of memory (its limit is %d MiB; %s)", procMemory(pc.lim)>>20, firstNonEmpty(msg, fmt.Sprint(werr)))}
 	}
 	if err := pc.ctx.Err(); err != nil {
 		return Output{Calls: calls, Err: fmt.Errorf("execution cancelled: %w", context.Cause(pc.ctx))}
 	}
 	return Output{Calls: calls, Err: fmt.Errorf("code mode: the code's process ended without a result (%v): %s", werr, firstNonEmpty(msg, "no message"))}
+}
+
+// outOfMemory reports whether a child's fatal error is the Go runtime's
+// for an allocation the address-space limit refused: its words depend on
+// which allocation it was ("fatal error: out of memory", "runtime: out of
+// memory: cannot allocate ...", "fatal error: runtime: cannot allocate
+// memory" when mapping more of the heap failed).
+func outOfMemory(msg string) bool {
+	for _, w := range []string{"out of memory", "cannot allocate memory", "cannot map pages"} {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // remoteErr is the error a child reported, rebuilt in this process.

@@ -157,6 +157,10 @@ func TestProcessChildFailures(t *testing.T) {
 		// A binary that is no child: it ends at once, with no answer.
 		{"not a child", Process{Path: "/bin/sh", Args: []string{"-c", "echo not here >&2"}}, "the code's process ended without a result (<nil>): not here"},
 		{"exits", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: something' >&2; exit 2"}}, "ended without a result (exit status 2): fatal error: something"},
+		// The Go runtime's words for an allocation the address-space
+		// limit refused depend on the allocation: each is the memory limit.
+		{"out of memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: out of memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 3072 MiB; fatal error: out of memory)"},
+		{"cannot allocate memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: runtime: cannot allocate memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 3072 MiB; fatal error: runtime: cannot allocate memory)"},
 		{"writes what is not JSON", Process{Path: "/bin/sh", Args: []string{"-c", "echo hello; cat >/dev/null"}}, "a message of the code's process is not JSON"},
 		{"the test binary itself", Process{Path: self}, ""},
 	} {
