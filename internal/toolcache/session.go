@@ -665,9 +665,9 @@ func refusedHandshake(err error, r *httpRefusal, name string) error {
 	return fmt.Errorf(`%w%s: if it is one (its url often ends in /sse), set "type": "sse" for server %q in the MCP servers file`, err, said, name)
 }
 
-// refusedStream adds to err, the failed start of a legacy SSE session,
-// what the server answered when it refused the stream (r, when one was
-// seen): mcp-go says "authorization required" or "unexpected status
+// refusedStream adds to err, the failed start of a legacy SSE session (or
+// a request refused for its credentials mid-session, see do), what the
+// server answered when it refused the stream (r, when one was seen): mcp-go says "authorization required" or "unexpected status
 // code: 403" without the server's words. A 401 or 403 points at the
 // server's credentials.
 func refusedStream(err error, r *httpRefusal, name string) error {
@@ -1047,6 +1047,12 @@ func (s *session) do(ctx context.Context, method string, f func(context.Context)
 	case transportBroken(err, s.modern.Load()) || s.isDead():
 		s.markDead(err)
 		return fmt.Errorf("%w (the request may or may not have run): server %q: %s: %w%s%s", ErrSessionLost, s.server, method, err, s.exitHint(exitHintWait), s.stderrHint())
+	}
+	if r := s.refusal.Load(); r != nil && (r.status == http.StatusUnauthorized || r.status == http.StatusForbidden) &&
+		(errors.Is(err, transport.ErrAuthorizationRequired) || strings.Contains(err.Error(), fmt.Sprintf("status %d", r.status))) {
+		// Credentials that stopped working mid-job (a token expired): mcp-go
+		// said only "authorization required" for a 401.
+		err = refusedStream(err, r, s.server)
 	}
 	return fmt.Errorf("server %q: %s: %w", s.server, method, err)
 }
