@@ -46,6 +46,9 @@ type call struct {
 
 	round   int              // the round the call is in
 	records []reflect.Record // execute_code: its inner calls, in order
+	// ran: run1 finished the call before the job's context ended (a
+	// call of a round cut by a cancellation or timeout may not have).
+	ran bool
 }
 
 // prepare resolves and validates one call. It runs nothing.
@@ -326,6 +329,7 @@ func (j *job) run1(ctx context.Context, round int, c *call, emit func(context.Co
 		pctx := withProgress(ctx, round, emit, c.tc.ID, c.tc.Function.Name, toolName(c.target, c.tc.Function.Name), nil)
 		c.output, c.isError = j.dispatchSafe(pctx, c)
 	}
+	c.ran = ctx.Err() == nil
 	dur := time.Since(start)
 	c.forModel = truncate(c.output, j.l.cfg.MaxToolOutput)
 	truncated := len(c.forModel) != len(c.output)

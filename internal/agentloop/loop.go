@@ -382,7 +382,15 @@ func (j *job) run(ctx context.Context) (*Result, error) {
 		j.doing = fmt.Sprintf("running the tool calls of round %d (%s)", round, callNames(turn.calls))
 		toolMsgs, recs := j.execute(ctx, round, turn.calls)
 		if ctx.Err() != nil {
-			// The round is incomplete: it does not enter history.
+			// The round is incomplete: no checkpoint or journaled answer
+			// holds it (a resumed attempt runs it from the journal). The
+			// transcripts do, each call that did not finish before the
+			// context ended saying so: a continuation of a cancelled or
+			// timed-out job must not take calls that may have run for
+			// calls never made.
+			j.messages = append(j.messages, historyMessage(turn.msg))
+			j.messages = append(j.messages, cutRound(ctx, turn.calls, toolMsgs)...)
+			j.records = append(j.records, cutRecords(ctx, turn.calls)...)
 			return j.fail(ctx, ctx.Err())
 		}
 		for _, c := range turn.calls {
