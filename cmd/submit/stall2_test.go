@@ -32,22 +32,7 @@ func startIdleDeployment(t *testing.T, other string) (*nats.Conn, jobs.Config) {
 	t.Setenv("NATS_URL", s.ClientURL())
 	cfg := jobs.Config{Conn: nc, Runner: &echoRunner{runs: map[string]int{}}, WorkerID: "gone", ShutdownGrace: time.Second,
 		FetchWait: 200 * time.Millisecond}
-	w, err := jobs.NewWorker(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("worker did not start: %v", err)
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	serveAndStop(t, cfg)
 	if other != "" {
 		o := cfg
 		o.WorkerID, o.Topology.Queues = "other", []string{other}

@@ -90,22 +90,7 @@ func TestNoWorkerReported(t *testing.T) {
 	// A worker that served the queue and stopped: the queue's consumer
 	// stays, so submit's "no worker has served queue" is not what tells.
 	cfg := jobs.Config{Conn: nc, Runner: &echoRunner{runs: map[string]int{}}, WorkerID: "gone", ShutdownGrace: time.Second}
-	w, err := jobs.NewWorker(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	select {
-	case <-w.Ready():
-	case err := <-done:
-		t.Fatalf("worker did not start: %v", err)
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	serveAndStop(t, cfg)
 
 	const notice = "submit: no worker is running (none answers on agent.alive.*): job idle-1 waits queued until a worker of queue default starts"
 	runCtx, interrupt := context.WithCancel(context.Background())
@@ -128,5 +113,27 @@ func TestNoWorkerReported(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("the job did not end once a worker started:\n%s", stderr.String())
+	}
+}
+
+// serveAndStop runs a worker of cfg until it is ready, then stops it: its
+// queue's consumer stays, as a worker that served and went away leaves it.
+func serveAndStop(t *testing.T, cfg jobs.Config) {
+	t.Helper()
+	w, err := jobs.NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	select {
+	case <-w.Ready():
+	case err := <-done:
+		t.Fatalf("worker did not start: %v", err)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -45,19 +43,7 @@ func continuationPool(t *testing.T) *toolcache.Pool {
 	s.AddTool(mcp.NewToolWithRawSchema("big", "Big.", object), text(strings.Repeat("é", 3000)))
 	s.AddTool(mcp.NewToolWithRawSchema("empty", "Empty.", object), text(""))
 	s.AddTool(mcp.NewToolWithRawSchema("get.env", "Dotted.", object), text("env"))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	p, err := toolcache.NewPool(ctx, toolcache.Config{}, toolcache.WithInProcessServer("x", s, toolcache.ServerConfig{}),
-		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("pool close: %v", err)
-		}
-	})
-	return p
+	return inProcessPool(t, "x", s)
 }
 
 func named(name, args string) llm.ToolCall {
@@ -130,14 +116,7 @@ func TestStoredTranscriptsContinueInEveryMode(t *testing.T) {
 			}
 			stored := func(raw bool) []llm.Message {
 				t.Helper()
-				b, err := h.client.Transcript(natstest.Context(t), "first", raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var tr jobs.Transcript
-				if err := json.Unmarshal(b, &tr); err != nil {
-					t.Fatal(err)
-				}
+				tr, _ := h.transcript(t, "first", raw)
 				return tr.Messages
 			}
 			for _, raw := range []bool{true, false} {
@@ -243,4 +222,19 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// transcript reads job id's stored transcript (the raw one when raw), as
+// decoded and as stored.
+func (h *harness) transcript(t *testing.T, id string, raw bool) (jobs.Transcript, string) {
+	t.Helper()
+	b, err := h.client.Transcript(natstest.Context(t), id, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr jobs.Transcript
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	return tr, string(b)
 }

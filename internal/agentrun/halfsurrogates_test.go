@@ -9,7 +9,6 @@ import (
 	"github.com/jetagent/jetagent/internal/agentrun"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
-	"github.com/jetagent/jetagent/internal/natstest"
 )
 
 // A provider's reasoning and call data are kept as they came (thinking
@@ -54,22 +53,10 @@ func TestReflectedHalfSurrogatesServeAsHistory(t *testing.T) {
 			if reqs := h.model.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), half) {
 				t.Fatalf("the first job's second request did not send %s back verbatim", tc.name)
 			}
-			transcript := func(raw bool) (jobs.Transcript, string) {
-				t.Helper()
-				b, err := h.client.Transcript(natstest.Context(t), "first", raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var tr jobs.Transcript
-				if err := json.Unmarshal(b, &tr); err != nil {
-					t.Fatal(err)
-				}
-				return tr, string(b)
-			}
-			if _, b := transcript(true); !strings.Contains(b, half) {
+			if _, b := h.transcript(t, "first", true); !strings.Contains(b, half) {
 				t.Errorf("the raw transcript does not keep %s as it came: %s", tc.name, b)
 			}
-			tr, b := transcript(false)
+			tr, b := h.transcript(t, "first", false)
 			if !strings.Contains(b, fixed) {
 				t.Errorf("the reflected transcript's %s is not %s: %s", tc.name, fixed, b)
 			}

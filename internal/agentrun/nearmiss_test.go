@@ -176,10 +176,17 @@ func corpusPool(t *testing.T, tools map[string]json.RawMessage) *toolcache.Pool 
 				return mcp.NewToolResultText(name + string(b)), nil
 			})
 	}
+	return inProcessPool(t, "nearmiss", s)
+}
+
+// inProcessPool serves s as server name through a real toolcache pool
+// (the in-process transport), closed with the test.
+func inProcessPool(t *testing.T, name string, s *server.MCPServer) *toolcache.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	p, err := toolcache.NewPool(ctx, toolcache.Config{},
-		toolcache.WithInProcessServer("nearmiss", s, toolcache.ServerConfig{}),
+		toolcache.WithInProcessServer(name, s, toolcache.ServerConfig{}),
 		toolcache.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
