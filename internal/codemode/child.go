@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 )
 
 // ServeChild runs the one execution a Process runner sends on stdin,
@@ -17,6 +19,12 @@ import (
 // parent waits for an answer: when stdin ends (the parent is gone or
 // gave up) the process exits at once.
 func ServeChild(stdin io.Reader, stdout io.Writer) int {
+	// The worker's shutdown signals are the worker's: Ctrl-C signals the
+	// whole process group, systemd's stop every process of the unit, and
+	// the worker lets running jobs finish; a child dying of them failed
+	// its script mid-way. The worker ends a child by closing its stdin
+	// or killing it.
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	r := bufio.NewReaderSize(stdin, 64<<10)
 	line, err := r.ReadBytes('\n')
 	if err != nil {

@@ -188,7 +188,10 @@
 // not under the race detector), with a memory error
 // (TestProcessConversionOutOfMemory); MaxMemory measures the script's
 // heap alone; a child stuck inside a built-in is killed; and the child
-// holds none of the caller's environment. It costs a process start,
+// holds none of the caller's environment. The child ignores SIGINT and
+// SIGTERM, the worker's shutdown signals, which Ctrl-C and systemd send
+// it too: the worker lets running scripts finish, and ends a child by
+// closing its stdin or killing it. It costs a process start,
 // about 10 ms an execution (BenchmarkProcessRun). The worker uses it.
 //
 // Runs share nothing (a fresh runtime each time, and prelude copies of
