@@ -92,7 +92,7 @@ type childHost struct {
 }
 
 func (h *childHost) send(f frame) error {
-	b, err := json.Marshal(f)
+	b, err := marshalFrame(f)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func (p Process) Run(ctx context.Context, c *Catalog, code string, host Host, li
 		}
 		path = exe
 	}
-	start, err := json.Marshal(childStart{Tools: c.Tools(), Code: code, Limits: exportLimits(lim)})
+	start, err := marshalFrame(childStart{Tools: c.Tools(), Code: code, Limits: exportLimits(lim)})
 	if err != nil {
 		return Output{Err: fmt.Errorf("code mode: %w", err)}
 	}
@@ -229,6 +229,11 @@ func (pc *procCall) serve(start []byte, stdout io.Reader) Output {
 		case d := <-running:
 			running = nil
 			cancelCall()
+			if !json.Valid(d.res.Structured) {
+				// Not JSON (or none): the code gets the text, as in
+				// process; encoded, it failed the whole result.
+				d.res.Structured = nil
+			}
 			r := frame{Op: "result", Result: &d.res}
 			if d.err != nil {
 				var ab *abortError
@@ -294,9 +299,9 @@ func (pc *procCall) value(f frame) (v frame) {
 // reply sends f to the child; a child that is gone is noticed by the
 // reader.
 func (pc *procCall) reply(f frame) {
-	b, err := json.Marshal(f)
-	if err != nil { // a Result's structured content that is not JSON
-		b, _ = json.Marshal(frame{Op: "result", Error: fmt.Sprintf("the tool's result could not be passed to the code: %v", err)})
+	b, err := marshalFrame(f)
+	if err != nil {
+		b, _ = marshalFrame(frame{Op: "result", Error: fmt.Sprintf("the tool's result could not be passed to the code: %v", err)})
 	}
 	_ = writeFrame(pc.stdin, b)
 }

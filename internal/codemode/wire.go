@@ -2,6 +2,7 @@ package codemode
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +70,19 @@ type childErr struct {
 
 // errFrameTooLarge: a child's frame over the reader's limit.
 var errFrameTooLarge = errors.New("the code's process sent a message over the size limit")
+
+// marshalFrame encodes v for the wire without encoding/json's escapes of
+// <, >, & and U+2028/9, which it applies to json.RawMessage fields too: a
+// call's arguments must reach the Host byte for byte, as in process.
+func marshalFrame(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
 
 func writeFrame(w io.Writer, b []byte) error {
 	_, err := w.Write(append(b, '\n'))
