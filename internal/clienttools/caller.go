@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -137,6 +138,23 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 	if _, err := publish(); err != nil {
 		return toolcache.Result{}, err
 	}
+	// A NATS restart (or a move to another server of a cluster) while the
+	// call waits loses what was on the way: the request, or the answer,
+	// which the submitter may publish before this connection has its
+	// inbox subscribed again. Nothing came, and the call waited out its
+	// timeout saying the submitter did not answer, though the tool ran.
+	// Each time the connection is back, the request is sent again (same
+	// id): a Serve that answered it already sends that answer again
+	// without running the tool again; nobody listening is a 503 as usual.
+	reconnected := c.nc.StatusChanged(nats.CONNECTED)
+	var resender sync.WaitGroup
+	defer resender.Wait()
+	defer c.nc.RemoveStatusListener(reconnected) // closes it: the resender returns
+	resender.Go(func() {
+		for range reconnected {
+			_ = c.nc.PublishMsg(&nats.Msg{Subject: c.subject, Reply: inbox, Data: data})
+		}
+	})
 	var (
 		pace        = republishBackOff()
 		republishAt time.Time // non-zero: ask again then

@@ -49,6 +49,9 @@
 // answer" or "no submitter listening"): a clear tool error, never a hang.
 // While nobody subscribes, the request is sent again with backoff (100 ms to
 // 2 s) until the timeout, so a submitter that reconnects is still reached.
+// Each time the worker's connection comes back (a NATS restart may have
+// lost the request or the answer), the request is sent again; Serve sends
+// the answer it gave again, never running a request id twice.
 // An authentic answer larger than MaxAnswer is ErrAnswerTooLarge; Serve
 // itself turns an oversize output (or one beyond NATS's max payload) into a
 // tool error. Cancelling Call's context returns the context's error at once.

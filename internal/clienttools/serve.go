@@ -45,7 +45,7 @@ func Serve(ctx context.Context, nc *nats.Conn, jobID, secret string, h Handler, 
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &responder{nc: nc, jobID: jobID, secret: secret, h: h, o: o, ctx: ctx, sem: make(chan struct{}, o.MaxActive), seen: map[string]time.Time{}}
+	s := &responder{nc: nc, jobID: jobID, secret: secret, h: h, o: o, ctx: ctx, sem: make(chan struct{}, o.MaxActive), seen: map[string]time.Time{}, answers: map[string]kept{}}
 	sub, err := nc.Subscribe(Subject(o.Prefix, jobID), s.receive)
 	if err != nil {
 		cancel()
@@ -87,7 +87,23 @@ type responder struct {
 	mu     sync.Mutex
 	closed bool
 	seen   map[string]time.Time // request id -> forget after
+	// answers are the answers published, by request id, until their id is
+	// forgotten (at most maxKeptAnswers bytes): a request sent again (the
+	// worker reconnected after a NATS restart, which may have lost the
+	// answer) is answered again from here, never run twice.
+	answers   map[string]kept
+	keptBytes int // in answers
 }
+
+// kept is an answer published and where it went.
+type kept struct {
+	reply string
+	data  []byte
+}
+
+// maxKeptAnswers bounds the answers a Serve keeps to send again; beyond
+// it an answer is not kept, and its request sent again is only refused.
+const maxKeptAnswers = 32 << 20
 
 // receive runs on the subscription's goroutine: it authenticates, then
 // hands the request to a goroutine, blocking while MaxActive are running.
@@ -112,6 +128,14 @@ func (s *responder) receive(msg *nats.Msg) {
 		s.o.OnReject(fmt.Errorf("%w: request without reply subject", ErrRejected))
 		return
 	case !s.fresh(req):
+		if a, ok := s.answered(req.ID); ok {
+			// To where the first answer went, the worker's inbox (the
+			// same in every send of a request): whoever replays a request
+			// it saw gets nothing it could not see before.
+			_ = s.nc.Publish(a.reply, a.data)
+			s.o.OnReject(fmt.Errorf("%w: replayed request %s, not run again: its answer was sent again", ErrRejected, req.ID))
+			return
+		}
 		s.o.OnReject(fmt.Errorf("%w: stale or replayed request %s", ErrRejected, req.ID))
 		return
 	}
@@ -150,10 +174,31 @@ func (s *responder) fresh(req Request) bool {
 	for id, t := range s.seen {
 		if now.After(t) {
 			delete(s.seen, id)
+			s.keptBytes -= len(s.answers[id].data)
+			delete(s.answers, id)
 		}
 	}
 	s.seen[req.ID] = forget
 	return true
+}
+
+// answered is the answer published to request id, if it is kept.
+func (s *responder) answered(id string) (kept, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.answers[id]
+	return a, ok
+}
+
+// keep records the answer to request id, within maxKeptAnswers.
+func (s *responder) keep(id, reply string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.seen[id]; !ok || s.keptBytes+len(data) > maxKeptAnswers {
+		return
+	}
+	s.answers[id] = kept{reply: reply, data: data}
+	s.keptBytes += len(data)
 }
 
 // maxPanicValue bounds the panic value a handler's answer quotes.
@@ -225,5 +270,6 @@ func (s *responder) answer(reply string, req Request) {
 	if err != nil {
 		return // Marshal of strings cannot fail; the worker times out.
 	}
-	_ = s.nc.Publish(reply, data) // a lost answer becomes the worker's ErrNoAnswer
+	s.keep(req.ID, reply, data)
+	_ = s.nc.Publish(reply, data) // a lost answer is asked for again once the worker reconnects
 }
