@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
@@ -87,6 +88,13 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 	args = bytes.TrimSpace(args)
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
+	}
+	// JSON carries text only: Marshal replaces bytes that are not UTF-8
+	// after the MAC was made over them, so the submitter refused the
+	// request as forged ("bad mac") and the call waited out its timeout.
+	// Replaced first, as Serve does for its output.
+	if !utf8.Valid(args) {
+		args = json.RawMessage(strings.ToValidUTF8(string(args), "\uFFFD"))
 	}
 	if len(args) > c.o.MaxArgs {
 		return toolcache.Result{}, fmt.Errorf("client tool %q: %w (%d bytes > %d)", name, ErrArgsTooLarge, len(args), c.o.MaxArgs)
