@@ -1324,20 +1324,14 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 				send, delivered = w.hbFault()
 			}
 			if send {
-				// A flush confirms the server has the heartbeat: a publish
-				// alone may sit in a buffer while NATS is away. The flush
-				// ends by the deadline: blocked in it, the loop would fence
-				// late, after the server redelivered.
+				// The wait ends by the deadline: blocked in it, the loop
+				// would fence late, after the server redelivered.
 				left := time.Until(deadlineAt)
 				if left <= 0 {
 					me.fence(fmt.Errorf("no heartbeat could be delivered for %s (ack wait %s)", limit, p.ackWait))
 					return
 				}
-				err := d.msg.InProgress()
-				if err == nil {
-					err = w.cfg.Conn.FlushTimeout(min(p.heartbeat/2, 5*time.Second, left))
-				}
-				if err != nil {
+				if err := confirmProgress(w.cfg.Conn, d.msg, min(p.heartbeat/2, 5*time.Second, left)); err != nil {
 					d.log.Warn("heartbeat failed", "err", err)
 					delivered = false
 				}
@@ -1349,6 +1343,23 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 		}
 	})
 	return func() { close(done); wg.Wait() }
+}
+
+// confirmProgress marks msg in progress and waits, at most timeout, for
+// the consumer's leader to confirm it: the server answers an ack sent as
+// a request once it processed it. A flush confirmed only that the node
+// the worker is connected to read it: cut off from the others (a network
+// partition) that node took every heartbeat while the leader, on the
+// other side, delivered the job again, and the attempt never fenced
+// itself; once the network healed it went on beside the new one.
+func confirmProgress(nc *nats.Conn, msg jetstream.Msg, timeout time.Duration) error {
+	if msg.Reply() == "" {
+		return errors.New("the delivery has no ack subject")
+	}
+	if _, err := nc.Request(msg.Reply(), []byte("+WPI"), timeout); err != nil {
+		return fmt.Errorf("in-progress ack not confirmed by the consumer: %w", err)
+	}
+	return nil
 }
 
 // ackWait is the shortest time the server waits for a heartbeat.

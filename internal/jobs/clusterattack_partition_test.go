@@ -1,0 +1,100 @@
+package jobs
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/natstest"
+)
+
+// TestPartitionedAttemptFencesItself cuts the node a running attempt's
+// worker is connected to off from the two others, which keep quorum and
+// lead every stream and consumer. The worker's connection stays up, so a
+// heartbeat "confirmed" by a flush reached only its own node, never the
+// consumer's leader: the job was delivered again on the majority side,
+// the alive request and the fence notice could not cross, and once the
+// network healed the first attempt went on beside the second (its
+// events after the second's, its transcripts, journal writes and calls).
+// An attempt whose heartbeats the consumer's leader does not confirm
+// fences itself before the job is delivered again.
+func TestPartitionedAttemptFencesItself(t *testing.T) {
+	sc := startSplitCluster(t)
+	nc1 := natstest.Connect(t, sc.nodes[0]) // the worker that will be cut off
+	nc2 := natstest.Connect(t, sc.nodes[1]) // the other worker, the client
+	topo := TopologyConfig{Replicas: 3, AckWait: 3 * time.Second, MaxDeliver: 5}
+	js2, err := jetstream.New(nc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureTopology(natstest.Context(t), js2, topo, nil); err != nil {
+		t.Fatal(err)
+	}
+	leadStreamsFrom(t, nc2, "n2", allStreams, []string{"AGENT_JOBS/workers-default", "AGENT_ADVISORIES/dead-letterer"})
+
+	started := make(chan int, 4)
+	ended1 := make(chan error, 1)
+	release1, release2 := make(chan struct{}), make(chan struct{})
+	runner := RunnerFunc(func(ctx context.Context, job *Job, env RunEnv) (*Outcome, error) {
+		started <- env.Attempt()
+		release := release2
+		if env.Attempt() == 1 {
+			release = release1
+		}
+		if err := env.Emit(ctx, "step", 1, map[string]string{"at": "start"}); err != nil {
+			return nil, err
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			if env.Attempt() == 1 {
+				ended1 <- context.Cause(ctx)
+			}
+			return nil, ctx.Err()
+		}
+		err := env.Emit(ctx, "step", 1, map[string]string{"at": "released"})
+		if env.Attempt() == 1 {
+			ended1 <- err
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &Outcome{Result: agentloop.Result{Answer: "done"}}, nil
+	})
+	// No timed asset looks: the meta leader may be on the cut-off node.
+	cfg := Config{Runner: runner, Concurrency: 1, Topology: topo, AssetCheck: -1, UnservedCheck: -1}
+	cfg.WorkerID = "w-minority"
+	startWorker(t, nc1, cfg)
+	c := newClient(t, nc2)
+	if _, err := c.Submit(natstest.Context(t), &Job{ID: "split", Task: "run"}); err != nil {
+		t.Fatal(err)
+	}
+	if a := withinWait(t, "first attempt", started); a != 1 {
+		t.Fatalf("first attempt is %d", a)
+	}
+	cfg.WorkerID = "w-majority"
+	startWorker(t, nc2, cfg)
+
+	sc.isolate()
+	if a := withinWait(t, "attempt on the majority side", started); a != 2 {
+		t.Fatalf("next attempt is %d", a)
+	}
+	sc.heal()
+	close(release1)
+	if err := withinWait(t, "end of the first attempt", ended1); err == nil {
+		t.Error("the first attempt went on after the job was delivered again; it published an event once the network healed")
+	} else {
+		t.Logf("first attempt ended: %v", err)
+	}
+	close(release2)
+	st := waitStatus(t, c, "split")
+	if st.Status != StatusSucceeded || st.Attempt != 2 || st.Worker != "w-majority" {
+		t.Errorf("state %+v", st)
+	}
+	if got := eventAttempts(t, c, "split"); interleaved(got) {
+		t.Errorf("events of two attempts interleaved: attempts %v", got)
+	}
+}
