@@ -348,7 +348,25 @@ func (w *Worker) dropProgress(ctx context.Context, id string, objects []string, 
 }
 
 // purgeJournal removes every key of job id from the journal bucket in one
-// request (the bucket's stream purged by subject).
+// request (the bucket's stream purged by subject), tried again within
+// ctx, each try bounded by journalTryTimeout as the journal's writes are:
+// a request that was never answered (a stream leader elected, or a server
+// killed, while it was in flight) spent the whole bound, holding the
+// job's terminal event and ack, and left the journal for the bucket's TTL.
 func (w *Worker) purgeJournal(ctx context.Context, id string) error {
-	return w.topo.JournalStream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+w.names.JournalBucket()+"."+id+".>"))
+	op := func() error {
+		tctx, cancel := context.WithTimeout(ctx, journalTryTimeout)
+		defer cancel()
+		err := w.topo.JournalStream.Purge(tctx, jetstream.WithPurgeSubject("$KV."+w.names.JournalBucket()+"."+id+".>"))
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return backoff.Permanent(err) // the bucket is gone, and its keys with it
+		}
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, time.Second
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		return fmt.Errorf("purge the journal of %s: %w", id, err)
+	}
+	return nil
 }
