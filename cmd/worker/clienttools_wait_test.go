@@ -184,7 +184,7 @@ func TestClientToolWait(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := `Error: client tool "ask_user": client tool: no answer from the submitter in time after 4s (the submitter did not answer)`
+		want := `Error: client tool "ask_user": client tool: no answer from the submitter in time after 4s (the submitter did not answer; it may have run the tool: whether it did is unknown)`
 		if st.Status != jobs.StatusSucceeded || st.Result.Answer != "got: "+want {
 			t.Fatalf("state %s, answer %q\nwant %q", st.Status, st.Result.Answer, "got: "+want)
 		}

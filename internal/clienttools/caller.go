@@ -209,6 +209,11 @@ func (c *Caller) Call(ctx context.Context, name string, args json.RawMessage) (t
 			if rejected > 0 {
 				why += fmt.Sprintf("; %d message(s) to the reply subject ignored, the last: %v", rejected, lastReject)
 			}
+			if listening {
+				// Someone took the request: a model that reads only "did
+				// not answer" calls again, and a write may run twice.
+				why += "; it may have run the tool: whether it did is unknown"
+			}
 			return toolcache.Result{}, fmt.Errorf("client tool %q: %w after %s (%s)", name, ErrNoAnswer, c.o.Timeout, why)
 		case !republishAt.IsZero() && errors.Is(err, context.DeadlineExceeded):
 			confirmed, err := publish()
