@@ -58,7 +58,7 @@ func TestWorkerSurvivesCodeOutOfMemory(t *testing.T) {
 	if st.Status != jobs.StatusSucceeded || st.Attempt != 1 {
 		t.Fatalf("state %+v, want succeeded on the first attempt", st)
 	}
-	if st.Result == nil || !strings.Contains(st.Result.Answer, "the code's process ran out of memory (its limit is 1536 MiB") {
+	if st.Result == nil || !strings.Contains(st.Result.Answer, "the code's process ran out of memory (its limit is 768 MiB") {
 		t.Errorf("result %+v, want the child's memory error in the answer", st.Result)
 	}
 	w.stop(t)

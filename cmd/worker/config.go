@@ -71,7 +71,7 @@ type Config struct {
 	CodeTimeout       time.Duration `split_words:"true" desc:"code mode: wall time of one execute_code run, tool calls included"`
 	CodeMaxCalls      int           `split_words:"true" desc:"code mode: tool calls one execute_code run may make"`
 	CodeMaxOutput     int           `split_words:"true" desc:"code mode: bytes of printed output and final value returned to the model"`
-	CodeMaxMemory     int64         `split_words:"true" desc:"code mode: bytes one execute_code run's heap may grow by (in a child process, its address space is bounded at 8 times this plus 1 GiB)"`
+	CodeMaxMemory     int64         `split_words:"true" desc:"code mode: bytes one execute_code run's heap may grow by (in a child process, its address space is bounded at 8 times this plus 256 MiB beyond the Go runtime's own reservations)"`
 	CodeSandbox       string        `split_words:"true" desc:"code mode: where execute_code runs: process (a child process of the worker binary per run, about 10 ms; a script that exhausts memory ends only it) or in-process"`
 	MaxToolOutput     int           `split_words:"true" desc:"bytes of a tool result shown to the model (the event keeps all)"`
 	SystemPrompt      string        `split_words:"true" desc:"system prompt of jobs that set none"`

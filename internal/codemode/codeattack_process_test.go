@@ -79,3 +79,27 @@ func TestProcessChildOutlivesShutdownSignals(t *testing.T) {
 		})
 	}
 }
+
+// A small memory limit (the worker takes 16 MiB and up) leaves a script
+// its MaxMemory: the child's address-space limit was 8 x MaxMemory +
+// 1 GiB in all, but a Go process maps about 1.3 GiB of runtime
+// reservations before running anything (more in a cgo build, glibc's
+// per-thread arenas), so with 16 to 64 MiB every script, 1 + 1 or a
+// string of 1 MiB, died of "the code's process ran out of memory".
+func TestProcessSmallMemoryLimit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector the child has no address-space limit; `go test -run TestProcessSmallMemoryLimit ./internal/codemode` runs it")
+	}
+	t.Parallel()
+	code := `const a = []; for (let i = 0; i < 20000; i++) a.push("x" + i); "x".repeat(1 << 20).length + a.length`
+	for _, mb := range []int64{16, 32, 64} {
+		t.Run(strconv.FormatInt(mb, 10)+"MiB", func(t *testing.T) {
+			t.Parallel()
+			cat, h := echoTools()
+			out := Process{}.Run(context.Background(), cat, code, h, Limits{MaxMemory: mb << 20})
+			if out.Err != nil || out.Text != "1068576" {
+				t.Fatalf("Text %q, Err %v; want the script's value", out.Text, out.Err)
+			}
+		})
+	}
+}

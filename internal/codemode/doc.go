@@ -184,8 +184,9 @@
 // stdout by the Host in the caller's process: the outputs, errors and
 // Host calls are the same (TestProcessRunMatchesInProcess). What it
 // adds: the steps above that nothing in process bounds end the child
-// only, under an address-space limit (RLIMIT_AS, 8 x MaxMemory + 1 GiB;
-// not under the race detector), with a memory error
+// only, under an address-space limit (RLIMIT_AS: 8 x MaxMemory + 256 MiB
+// beyond the 1.3 GiB or so the Go runtime reserves at start; not under
+// the race detector), with a memory error
 // (TestProcessConversionOutOfMemory); MaxMemory measures the script's
 // heap alone; a child stuck inside a built-in is killed; and the child
 // holds none of the caller's environment. The child ignores SIGINT and

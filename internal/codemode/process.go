@@ -41,7 +41,8 @@ func IsChild() bool { return os.Getenv(ChildEnv) == "1" }
 // properties). In process, such a script ends the worker and every job
 // it runs; in a child, only the child dies, under an address-space limit
 // (RLIMIT_AS, not under the race detector, whose shadow memory it would
-// refuse) of 8 x MaxMemory + 1 GiB, and the call ends with a memory
+// refuse) of 8 x MaxMemory + 256 MiB beyond the runtime's own
+// reservations, and the call ends with a memory
 // error. The memory watchdog then measures the script's own heap, not
 // the other jobs', and a child stuck inside a built-in is killed rather
 // than left holding a CPU. The cost is a process start per execution
@@ -374,7 +375,9 @@ func firstNonEmpty(s ...string) string {
 // zone (goja formats dates in it). Nothing else: the code has no use for
 // the worker's secrets, and its process should not hold them.
 func childEnv() []string {
-	env := []string{ChildEnv + "=1", "GOTRACEBACK=single"}
+	// MALLOC_ARENA_MAX: in a cgo build, glibc reserves 64 MiB of address
+	// space per thread that allocates, which the limit counts.
+	env := []string{ChildEnv + "=1", "GOTRACEBACK=single", "MALLOC_ARENA_MAX=2"}
 	for _, k := range []string{"TZ", "GOCOVERDIR"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -383,8 +386,10 @@ func childEnv() []string {
 	return env
 }
 
-// procMemory is a child's address-space limit.
-func procMemory(lim Limits) int64 { return 8*lim.MaxMemory + 1<<30 }
+// procMemory is a child's address-space budget beyond what its runtime
+// mapped at start (limitAddressSpace): the heap the watchdog allows and
+// its overshoot, with room for thread stacks.
+func procMemory(lim Limits) int64 { return 8*lim.MaxMemory + 256<<20 }
 
 // headBuffer keeps the first max bytes written to it.
 type headBuffer struct {

@@ -159,8 +159,8 @@ func TestProcessChildFailures(t *testing.T) {
 		{"exits", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: something' >&2; exit 2"}}, "ended without a result (exit status 2): fatal error: something"},
 		// The Go runtime's words for an allocation the address-space
 		// limit refused depend on the allocation: each is the memory limit.
-		{"out of memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: out of memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 3072 MiB; fatal error: out of memory)"},
-		{"cannot allocate memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: runtime: cannot allocate memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 3072 MiB; fatal error: runtime: cannot allocate memory)"},
+		{"out of memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: out of memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 2304 MiB; fatal error: out of memory)"},
+		{"cannot allocate memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: runtime: cannot allocate memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 2304 MiB; fatal error: runtime: cannot allocate memory)"},
 		{"writes what is not JSON", Process{Path: "/bin/sh", Args: []string{"-c", "echo hello; cat >/dev/null"}}, "a message of the code's process is not JSON"},
 		{"the test binary itself", Process{Path: self}, ""},
 	} {
@@ -183,7 +183,7 @@ func TestProcessChildFailures(t *testing.T) {
 // The step goja cannot bound (TestConversionErrorHoldsTheObjectsStrings)
 // ends the child, not this process: 64 properties holding one string of
 // 32 Mi characters make a message of 2 GiB, over the child's address
-// space of 8 x 64 MiB + 1 GiB. In process it took the test binary down
+// space of 8 x 64 MiB + 256 MiB. In process it took the test binary down
 // under ulimit -v.
 func TestProcessConversionOutOfMemory(t *testing.T) {
 	if raceEnabled {
@@ -195,9 +195,11 @@ func TestProcessConversionOutOfMemory(t *testing.T) {
 for (let i = 0; i < 64; i++) o["k" + i] = s;
 try { "" + o } catch (e) { console.log("caught") }
 "survived"`
-	out := Process{}.Run(context.Background(), cat, code, h, Limits{MaxMemory: 64 << 20})
+	// A grace long enough that the child's watchdog does not abandon the
+	// stuck conversion (and report that) before it reaches the limit.
+	out := Process{}.Run(context.Background(), cat, code, h, Limits{MaxMemory: 64 << 20, grace: time.Minute})
 	var le *LimitError
-	if !errors.As(out.Err, &le) || le.Limit != "memory" || !strings.Contains(le.Message, "the code's process ran out of memory (its limit is 1536 MiB") {
+	if !errors.As(out.Err, &le) || le.Limit != "memory" || !strings.Contains(le.Message, "the code's process ran out of memory (its limit is 768 MiB") {
 		t.Fatalf("Err = %v, Text %q: want the child's memory limit", out.Err, out.Text)
 	}
 }

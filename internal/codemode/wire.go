@@ -34,15 +34,16 @@ type childLimits struct {
 	MaxMemory     int64         `json:"max_memory"`
 	MaxCode       int           `json:"max_code"`
 	MaxValues     int           `json:"max_values"`
+	Grace         time.Duration `json:"grace,omitempty"` // Limits.grace: tests lengthen it
 }
 
 func exportLimits(l Limits) childLimits {
-	return childLimits{l.WallTime, l.MaxCalls, l.MaxOutput, l.MaxStackDepth, l.MaxMemory, l.MaxCode, l.MaxValues}
+	return childLimits{l.WallTime, l.MaxCalls, l.MaxOutput, l.MaxStackDepth, l.MaxMemory, l.MaxCode, l.MaxValues, l.grace}
 }
 
 func (l childLimits) limits() Limits {
 	return Limits{WallTime: l.WallTime, MaxCalls: l.MaxCalls, MaxOutput: l.MaxOutput, MaxStackDepth: l.MaxStackDepth,
-		MaxMemory: l.MaxMemory, MaxCode: l.MaxCode, MaxValues: l.MaxValues}
+		MaxMemory: l.MaxMemory, MaxCode: l.MaxCode, MaxValues: l.MaxValues, grace: l.Grace}
 }
 
 // frame is every other message, its fields by Op.
