@@ -15,10 +15,10 @@ import (
 )
 
 // oomScript makes goja format 2 GiB in one native step no limit stops
-// (codemode's TestConversionErrorHoldsTheObjectsStrings): 64 properties
-// of a null-prototype object holding one string of 32 Mi characters.
-const oomScript = `const s = "x".repeat(32 << 20), o = Object.create(null);
-for (let i = 0; i < 64; i++) o["k" + i] = s;
+// (codemode's TestConversionErrorHoldsTheObjectsStrings): 256 properties
+// of a null-prototype object holding one string of 8 Mi characters.
+const oomScript = `const s = "x".repeat(8 << 20), o = Object.create(null);
+for (let i = 0; i < 256; i++) o["k" + i] = s;
 "" + o`
 
 // A script that exhausts memory in a step no watchdog stops ends its
@@ -58,7 +58,12 @@ func TestWorkerSurvivesCodeOutOfMemory(t *testing.T) {
 	if st.Status != jobs.StatusSucceeded || st.Attempt != 1 {
 		t.Fatalf("state %+v, want succeeded on the first attempt", st)
 	}
-	if st.Result == nil || !strings.Contains(st.Result.Answer, "the code's process ran out of memory (its limit is 768 MiB") {
+	// The child dies at its address-space limit; on a machine slow enough
+	// that the stuck step outlasts the child's grace (2 s) after its
+	// watchdog saw the heap grow, the child reports that instead. Both are
+	// the memory limit, and the worker lives.
+	if st.Result == nil || !strings.Contains(st.Result.Answer, "the code's process ran out of memory (its limit is 768 MiB") &&
+		!strings.Contains(st.Result.Answer, "stuck inside a built-in function and was abandoned") {
 		t.Errorf("result %+v, want the child's memory error in the answer", st.Result)
 	}
 	w.stop(t)

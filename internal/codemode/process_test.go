@@ -181,9 +181,9 @@ func TestProcessChildFailures(t *testing.T) {
 }
 
 // The step goja cannot bound (TestConversionErrorHoldsTheObjectsStrings)
-// ends the child, not this process: 64 properties holding one string of
-// 32 Mi characters make a message of 2 GiB, over the child's address
-// space of 8 x 64 MiB + 256 MiB. In process it took the test binary down
+// ends the child, not this process: 256 properties holding one string of
+// 8 Mi characters make a message of 2 GiB, over the child's address space
+// of 8 x 64 MiB + 256 MiB. In process it took the test binary down
 // under ulimit -v.
 func TestProcessConversionOutOfMemory(t *testing.T) {
 	if raceEnabled {
@@ -191,8 +191,10 @@ func TestProcessConversionOutOfMemory(t *testing.T) {
 	}
 	t.Parallel()
 	cat, h := echoTools()
-	code := `const s = "x".repeat(32 << 20), o = Object.create(null);
-for (let i = 0; i < 64; i++) o["k" + i] = s;
+	// The string is small beside MaxMemory, so that the watchdog cannot
+	// stop the script before the conversion (32 Mi characters could).
+	code := `const s = "x".repeat(8 << 20), o = Object.create(null);
+for (let i = 0; i < 256; i++) o["k" + i] = s;
 try { "" + o } catch (e) { console.log("caught") }
 "survived"`
 	// A grace long enough that the child's watchdog does not abandon the
