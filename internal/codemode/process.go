@@ -311,14 +311,18 @@ func (pc *procCall) reply(f frame) {
 func (pc *procCall) died(werr error, calls int) Output {
 	msg := pc.stderr.firstLine()
 	var ee *exec.ExitError
-	killed := errors.As(werr, &ee) && ee.ProcessState != nil && ee.ProcessState.String() == "signal: killed"
+	killed := errors.As(werr, &ee) && ee.ProcessState != nil && ee.String() == "signal: killed"
 	if outOfMemory(msg) || killed {
 		return Output{Calls: calls, Err: limitErr("memory", "execution stopped: the code's process ran out of memory (its limit is %d MiB; %s)", procMemory(pc.lim)>>20, firstNonEmpty(msg, fmt.Sprint(werr)))}
 	}
 	if err := pc.ctx.Err(); err != nil {
 		return Output{Calls: calls, Err: fmt.Errorf("execution cancelled: %w", context.Cause(pc.ctx))}
 	}
-	return Output{Calls: calls, Err: fmt.Errorf("code mode: the code's process ended without a result (%v): %s", werr, firstNonEmpty(msg, "no message"))}
+	status := "exit status 0"
+	if werr != nil {
+		status = werr.Error()
+	}
+	return Output{Calls: calls, Err: fmt.Errorf("code mode: the code's process ended without a result (%s): %s", status, firstNonEmpty(msg, "no message"))}
 }
 
 // outOfMemory reports whether a child's fatal error is the Go runtime's

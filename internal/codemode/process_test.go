@@ -155,7 +155,7 @@ func TestProcessChildFailures(t *testing.T) {
 	}{
 		{"no such program", Process{Path: "/nonexistent/jetagent"}, "cannot start the code's process /nonexistent/jetagent"},
 		// A binary that is no child: it ends at once, with no answer.
-		{"not a child", Process{Path: "/bin/sh", Args: []string{"-c", "echo not here >&2"}}, "the code's process ended without a result (<nil>): not here"},
+		{"not a child", Process{Path: "/bin/sh", Args: []string{"-c", "echo not here >&2"}}, "the code's process ended without a result (exit status 0): not here"},
 		{"exits", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: something' >&2; exit 2"}}, "ended without a result (exit status 2): fatal error: something"},
 		// The Go runtime's words for an allocation the address-space
 		// limit refused depend on the allocation: each is the memory limit.

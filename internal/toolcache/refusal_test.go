@@ -68,8 +68,8 @@ func TestHandshakeRefusalSaysWhy(t *testing.T) {
 func TestSSERefusalSaysWhy(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
-	mux.HandleFunc("/401", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "token expired", 401) })
-	mux.HandleFunc("/403", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "key revoked", 403) })
+	mux.HandleFunc("/401", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "token expired", http.StatusUnauthorized) })
+	mux.HandleFunc("/403", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "key revoked", http.StatusForbidden) })
 	mux.HandleFunc("/404", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no route /404", 404) })
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
