@@ -1,9 +1,12 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/natstest"
 )
@@ -22,14 +26,14 @@ import (
 // nodes are cut off from each other, each still up for its clients.
 type routeProxy struct {
 	l       net.Listener
-	target  string
+	target  func() string // set before the first connection comes
 	blocked atomic.Bool
 
 	mu    sync.Mutex
 	conns []net.Conn
 }
 
-func startRouteProxy(t *testing.T, target string) *routeProxy {
+func startRouteProxy(t *testing.T, target func() string) *routeProxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -48,7 +52,7 @@ func startRouteProxy(t *testing.T, target string) *routeProxy {
 				_ = c.Close()
 				continue
 			}
-			s, err := net.Dial("tcp", target)
+			s, err := net.Dial("tcp", target())
 			if err != nil {
 				_ = c.Close()
 				continue
@@ -94,10 +98,19 @@ type splitCluster struct {
 // gossip cannot open a route around the proxies.
 func startSplitCluster(t *testing.T) *splitCluster {
 	t.Helper()
+	// The proxies listen first: a port of theirs could otherwise be one
+	// FreePorts has just picked, and released, for a node.
+	var targets [3]atomic.Value
+	target := func(i int) func() string {
+		return func() string { s, _ := targets[i].Load().(string); return s }
+	}
+	p12, p13 := startRouteProxy(t, target(1)), startRouteProxy(t, target(2))
+	p21, p31 := startRouteProxy(t, target(0)), startRouteProxy(t, target(0))
 	ports := natstest.FreePorts(t, 3)
 	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
-	p12, p13 := startRouteProxy(t, addr(1)), startRouteProxy(t, addr(2))
-	p21, p31 := startRouteProxy(t, addr(0)), startRouteProxy(t, addr(0))
+	for i := range targets {
+		targets[i].Store(addr(i))
+	}
 	routes := [][]string{
 		{p12.url(), p13.url()},
 		{p21.url(), "nats://" + addr(2)},
@@ -252,4 +265,158 @@ func withinWait[T any](t *testing.T, what string, ch <-chan T) T {
 	}
 	var zero T
 	return zero
+}
+
+// fixedCluster is a three-node cluster on fixed ports and stores, so its
+// nodes can be stopped and started again as they were (a restart, or the
+// whole cluster's).
+type fixedCluster struct {
+	t      *testing.T
+	client []int
+	route  []int
+	dirs   []string
+	nodes  []*server.Server
+}
+
+func startFixedCluster(t *testing.T) *fixedCluster {
+	t.Helper()
+	ports := natstest.FreePorts(t, 6)
+	fc := &fixedCluster{t: t, client: ports[:3], route: ports[3:], nodes: make([]*server.Server, 3)}
+	for range 3 {
+		fc.dirs = append(fc.dirs, t.TempDir())
+	}
+	t.Cleanup(func() {
+		for _, s := range fc.nodes {
+			if s != nil {
+				s.Shutdown()
+				s.WaitForShutdown()
+			}
+		}
+	})
+	fc.startAll()
+	return fc
+}
+
+// urls is every node's client URL, for a connection that fails over.
+func (fc *fixedCluster) urls() string {
+	var u []string
+	for _, p := range fc.client {
+		u = append(u, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	return strings.Join(u, ",")
+}
+
+func (fc *fixedCluster) start(i int) {
+	fc.t.Helper()
+	var routes []string
+	for _, p := range fc.route {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	}
+	s, err := server.NewServer(&server.Options{
+		ServerName: fmt.Sprintf("n%d", i+1),
+		Host:       "127.0.0.1", Port: fc.client[i],
+		JetStream: true, StoreDir: fc.dirs[i],
+		Cluster: server.ClusterOpts{Name: "jetagent-fixed", Host: "127.0.0.1", Port: fc.route[i]},
+		Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		NoSigs:  true, NoLog: true,
+	})
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(waitTimeout) {
+		fc.t.Fatalf("%s not ready", s.Name())
+	}
+	fc.nodes[i] = s
+}
+
+func (fc *fixedCluster) stop(i int) {
+	fc.nodes[i].Shutdown()
+	fc.nodes[i].WaitForShutdown()
+	fc.nodes[i] = nil
+}
+
+// startAll starts every node and waits for a meta leader all follow.
+func (fc *fixedCluster) startAll() {
+	fc.t.Helper()
+	for i := range fc.nodes {
+		fc.start(i)
+	}
+	pollUntil(fc.t, "meta leader with all peers", func() bool {
+		leaders := 0
+		for _, s := range fc.nodes {
+			if s.NumRemotes() != 2 || !s.JetStreamIsCurrent() {
+				return false
+			}
+			if s.JetStreamIsLeader() {
+				leaders++
+			}
+		}
+		return leaders == 1
+	})
+}
+
+// settledEventAttempts is eventAttempts once the cluster answers again
+// (a node that rejoined can have groups elect their leaders anew, and
+// JetStream is "temporarily unavailable" meanwhile), read message by
+// message from the stream's leader: no consumer, which would need the
+// meta leader.
+func settledEventAttempts(t *testing.T, c *Client, id string) []int {
+	t.Helper()
+	var out []int
+	pollUntil(t, "the events of "+id, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := c.topo.Events.Info(ctx)
+		if err != nil {
+			return false
+		}
+		out = out[:0]
+		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+			m, err := c.topo.Events.GetMsg(ctx, seq)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue
+			}
+			if err != nil {
+				return false
+			}
+			var ev Event
+			if subjectMatches(c.names.EventsFilter(id), m.Subject) && json.Unmarshal(m.Data, &ev) == nil {
+				out = append(out, ev.Attempt)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// failLog is a logger whose lines the test prints only when it failed.
+func failLog(t *testing.T) *slog.Logger {
+	t.Helper()
+	var buf syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("worker logs:\n%s", buf.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&buf, nil))
+}
+
+// pollStatus waits until job id's state is final, reading it (no watch:
+// a watch's consumer needs the meta leader, which may be on the cut-off
+// node, being elected again on the other side).
+func pollStatus(t *testing.T, c *Client, id string) *State {
+	t.Helper()
+	var st *State
+	pollUntil(t, id+" settled", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s, err := c.Status(ctx, id)
+		if err != nil || !s.Status.Terminal() {
+			return false
+		}
+		st = s
+		return true
+	})
+	return st
 }

@@ -54,7 +54,9 @@ type runningAttempt struct {
 	cancel  context.CancelCauseFunc
 	fenced  *atomic.Bool
 	claimed atomic.Bool // the job's state names this attempt
-	seq     uint64      // the stream sequence of the attempt's message
+	// claimRev is the state's revision the claim wrote.
+	claimRev atomic.Uint64
+	seq      uint64 // the stream sequence of the attempt's message
 }
 
 // fence cancels the attempt for good.
@@ -130,13 +132,19 @@ func (w *Worker) fenceOthers(d delivery) {
 }
 
 // stillOwned re-reads the job's state: false when another attempt or
-// worker took it, or it ended.
-func (w *Worker) stillOwned(d delivery) (bool, error) {
+// worker took it, or it ended. A state older than the attempt's claim
+// (revision claimRev) says nothing: in a cluster any replica answers the
+// read, and one that lags (a node that just came back) may not have the
+// claim yet.
+func (w *Worker) stillOwned(d delivery, claimRev uint64) (bool, error) {
 	ctx, cancel := opContext()
 	defer cancel()
-	cur, _, err := w.states.get(ctx, d.id)
+	cur, rev, err := w.states.get(ctx, d.id)
 	if err != nil {
 		return false, err
+	}
+	if rev < claimRev {
+		return true, nil
 	}
 	return w.owned(d, cur) == nil, nil
 }

@@ -1144,6 +1144,9 @@ func (w *Worker) run(d delivery) {
 		me.attempt.Store(int64(attempt))
 	}
 	d.claimed = true
+	if _, rev, ok := w.states.holding(d.id); ok {
+		me.claimRev.Store(rev)
+	}
 	me.claimed.Store(true)
 	if tookOver {
 		w.fenceOthers(d) // an attempt that did not answer may be alive after all
@@ -1314,7 +1317,7 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 			}
 			if wasCut {
 				wasCut = false
-				if ok, err := w.stillOwned(d); err == nil && !ok {
+				if ok, err := w.stillOwned(d, me.claimRev.Load()); err == nil && !ok {
 					me.fence(errors.New("the job's state names another attempt"))
 					return
 				}
@@ -1339,6 +1342,15 @@ func (w *Worker) heartbeat(d delivery, me *runningAttempt) (stop func()) {
 			if delivered {
 				deadline.Reset(limit)
 				deadlineAt = time.Now().Add(limit)
+				// A take-over's fence notice is one core message: lost
+				// while the network was split (this worker's node cut off,
+				// its consumer leader still answering heartbeats until it
+				// noticed it lost its quorum), the attempt ran on beside
+				// the new one once the network healed. Its state says so.
+				if ok, err := w.stillOwned(d, me.claimRev.Load()); err == nil && !ok {
+					me.fence(errors.New("the job's state names another attempt"))
+					return
+				}
 			}
 		}
 	})
