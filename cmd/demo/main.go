@@ -142,6 +142,7 @@ func run(ctx context.Context, out io.Writer, task string, keep bool) error {
 		"JETAGENT_MCP_CONFIG="+mcpConfig,
 		"JETAGENT_SHUTDOWN_GRACE=5s",
 	)
+	workerEnv = append(workerEnv, pinnedEnv(os.Getenv)...)
 	if ctx.Err() != nil { // stdout closed already (bin/demo | head -1)
 		return context.Cause(ctx)
 	}
@@ -211,6 +212,22 @@ func model(out io.Writer, getenv func(string) string) (env []string, closeFn fun
 	fmt.Fprintln(out, "      OPENAI_MODEL to run the same demo against a real model.")
 	fmt.Fprintln(out, strings.Repeat("=", 78))
 	return []string{"OPENAI_BASE_URL=" + s.URL(), "OPENAI_API_KEY=scripted", "OPENAI_MODEL=jetagent-scripted-demo"}, s.Close, nil
+}
+
+// pinnedEnv is the worker settings the demo depends on, whatever the
+// caller's environment says (other JETAGENT_* variables reach the worker,
+// so that JETAGENT_TOOL_MODE=search bin/demo tries search mode). The demo
+// knows the worker is ready by its "worker ready" line in the text format
+// at info level: with JETAGENT_LOG_FORMAT=json or JETAGENT_LOG_LEVEL=warn
+// set it waited 60 s and said the worker was not ready. It submits to the
+// default queue: a JETAGENT_QUEUES without it left the job queued for ever.
+// getenv is os.Getenv (a test's own in tests).
+func pinnedEnv(getenv func(string) string) []string {
+	env := []string{"JETAGENT_LOG_FORMAT=text", "JETAGENT_QUEUES=default"}
+	if !strings.EqualFold(strings.TrimSpace(getenv("JETAGENT_LOG_LEVEL")), "debug") {
+		env = append(env, "JETAGENT_LOG_LEVEL=info")
+	}
+	return env
 }
 
 func freeAddr() (string, error) {
