@@ -54,7 +54,7 @@ type Config struct {
 	Backoff         []time.Duration `desc:"redelivery delays after successive ack timeouts, e.g. 30s,1m,5m (empty: JETAGENT_ACK_WAIT each time)"`
 	RetryDelay      time.Duration   `split_words:"true" desc:"first delay before retrying a job after a transient error (doubles per attempt)"`
 	RetryDelayMax   time.Duration   `split_words:"true" desc:"longest retry delay (a provider's Retry-After, when longer, is waited instead, at most 1h)"`
-	ShutdownGrace   time.Duration   `split_words:"true" desc:"on SIGINT/SIGTERM, how long running jobs may finish before they are handed back"`
+	ShutdownGrace   time.Duration   `split_words:"true" desc:"on SIGINT/SIGTERM/SIGHUP, how long running jobs may finish before they are handed back"`
 	JobTimeout      time.Duration   `split_words:"true" desc:"timeout of a job that sets none"`
 	MaxJobBytes     int             `split_words:"true" desc:"largest job payload accepted; larger ones are dead-lettered. Must fit the NATS server's max_payload less 4096 bytes for headers (unset: lowered to fit)"`
 	DuplicateWindow time.Duration   `split_words:"true" desc:"a job id submitted again within this window is queued once"`
@@ -664,7 +664,9 @@ submit and the nats CLI work with no set-up. With NATS_URL set it waits
 at start until that server takes connections and JetStream answers
 (retried with backoff, bounded by JETAGENT_NATS_CONNECT_TIMEOUT; bad
 credentials, TLS errors and a server without JetStream stop it at once).
-SIGINT/SIGTERM stop it gracefully; a second signal stops it at once.
+SIGINT/SIGTERM stop it gracefully, and so does SIGHUP (unless ignored
+at start, as nohup does): the configuration is read at start only, so
+restart the worker to change it. A second signal stops it at once.
 
 The embedded server asks clients for what the NATS_* variables say:
 NATS_USER and NATS_PASSWORD, or NATS_TOKEN; NATS_CERT and NATS_KEY are

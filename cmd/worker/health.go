@@ -39,7 +39,7 @@ func (st *startState) setStage(what string) { st.stage.Store(&what) }
 // readiness is what /readyz checks: the worker takes jobs, NATS is
 // connected and every configured (enabled) MCP server is up. The error
 // says what is not (while the worker starts: what it waits for). Once
-// ctx (serve's: ended by SIGINT/SIGTERM) is done the worker takes no new
+// ctx (serve's: ended by SIGINT/SIGTERM/SIGHUP) is done the worker takes no new
 // jobs, though its running ones have the grace period: not ready, so an
 // orchestrator does not count it as capacity while it drains.
 func readiness(ctx context.Context, st *startState) func() error {

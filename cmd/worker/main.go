@@ -139,7 +139,7 @@ func serveFromEnv(stderr io.Writer) error {
 	for _, n := range s.strays {
 		log.Warn(n.msg)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	defer stop()
 	// The shutdown notice is logged only on a signal, and before serve's
 	// error: a worker that fails to start does not say it shuts down, and
@@ -154,12 +154,26 @@ func serveFromEnv(stderr io.Writer) error {
 		}
 		stop() // a second signal now kills the process
 		log.Info("shutting down: no new jobs; running jobs have the grace period, then go back to the queue",
-			"grace", s.ShutdownGrace)
+			"grace", s.ShutdownGrace, "cause", context.Cause(ctx))
 	})
 	err = serve(ctx, s, log, nil)
 	close(served)
 	notice.Wait()
 	return err
+}
+
+// stopSignals are the signals that stop the worker gracefully. SIGHUP
+// (its terminal closed; `kill -HUP`, which makes nats-server reload its
+// configuration) ended it at once, without a word: its jobs waited out
+// the ack wait and a write in flight was reported interrupted, its effect
+// unknown. The worker reads its configuration at start only, so a hangup
+// stops it as SIGTERM does. A SIGHUP ignored at start (nohup) stays so.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 func newLogger(c Config, w io.Writer) *slog.Logger {

@@ -319,9 +319,16 @@ type loggedWorker struct {
 
 func startLoggedWorker(t *testing.T, name string, env []string) *loggedWorker {
 	t.Helper()
-	w := &loggedWorker{name: name, done: make(chan struct{}), newLine: make(chan struct{})}
-	w.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	w.cmd.Env = append(append([]string(nil), env...), "JETAGENT_WORKER_ID="+name)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append([]string(nil), env...), "JETAGENT_WORKER_ID="+name)
+	return startLogged(t, name, cmd)
+}
+
+// startLogged starts cmd, a worker process (through a wrapper such as
+// nohup that execs it), as startLoggedWorker does.
+func startLogged(t *testing.T, name string, cmd *exec.Cmd) *loggedWorker {
+	t.Helper()
+	w := &loggedWorker{name: name, cmd: cmd, done: make(chan struct{}), newLine: make(chan struct{})}
 	stderr, err := w.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
