@@ -76,7 +76,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "worker: %v\n", err)
+		if !errors.As(err, new(loggedError)) {
+			fmt.Fprintf(stderr, "worker: %v\n", err)
+		}
 		if errors.As(err, new(usageError)) {
 			return 2
 		}
@@ -133,7 +135,7 @@ func serveFromEnv(stderr io.Writer) error {
 				err = fmt.Errorf("%w (%s)", err, n.msg)
 			}
 		}
-		return err
+		return logFailure(s.Config, stderr, err)
 	}
 	log := newLogger(s.Config, stderr)
 	for _, n := range s.strays {
@@ -159,7 +161,25 @@ func serveFromEnv(stderr io.Writer) error {
 	err = serve(ctx, s, log, nil)
 	close(served)
 	notice.Wait()
-	return err
+	return logFailure(s.Config, stderr, err)
+}
+
+// loggedError is an error the worker's log has already said.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
+// logFailure writes the error that stops the worker as a log line when
+// the log is JSON (JETAGENT_LOG_FORMAT=json): it was the one plain
+// "worker: ..." line among JSON ones, which a log pipeline parsing JSON
+// could not read, and an alert on level ERROR missed. Text logs keep the
+// plain line run writes.
+func logFailure(c Config, stderr io.Writer, err error) error {
+	if err == nil || c.LogFormat != "json" {
+		return err
+	}
+	newLogger(c, stderr).Error("worker exits on an error", "err", err)
+	return loggedError{err}
 }
 
 // stopSignals are the signals that stop the worker gracefully. SIGHUP
