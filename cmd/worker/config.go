@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -478,6 +479,9 @@ func (s Settings) validate() error {
 		if c.DataDir == "" {
 			return bad("JETAGENT_DATA_DIR", "must not be empty when NATS_URL is unset")
 		}
+		if err := checkDataDir(c.DataDir); err != nil {
+			return err
+		}
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			return bad("JETAGENT_LISTEN", "%q is not host:port", c.Listen)
 		}
@@ -560,6 +564,29 @@ func (s Settings) validate() error {
 	}
 	if toolcache.CheckVectorWeight(c.EmbeddingWeight) != nil {
 		return bad("JETAGENT_EMBEDDING_WEIGHT", "%v: want more than 0 and at most %d", c.EmbeddingWeight, toolcache.MaxVectorWeight)
+	}
+	return nil
+}
+
+// checkDataDir refuses a JETAGENT_DATA_DIR that is the jetstream
+// directory inside a store (JETAGENT_DATA_DIR=jetagent-data/jetstream,
+// where the files are): it holds account directories ($G) and no
+// jetstream directory of its own. nats-server takes that for its layout
+// before 2.2.3 and moves the accounts one level down, into
+// jetstream/jetstream: a worker on the right directory then found an
+// empty store (every job, state and transcript hidden), and one running
+// on it had its files moved from under it (their locks are two files).
+func checkDataDir(dir string) error {
+	if own, _ := os.ReadDir(filepath.Join(dir, "jetstream")); len(own) > 0 {
+		return nil // a store: nats-server moves nothing
+	}
+	for _, account := range []string{"$G", "$SYS"} {
+		if fi, err := os.Stat(filepath.Join(dir, account)); err == nil && fi.IsDir() {
+			return fmt.Errorf("invalid JETAGENT_DATA_DIR=%s: it holds a JetStream account directory (%s) itself: it is "+
+				"the jetstream directory inside a store, so give the directory above it (%s); the embedded NATS "+
+				"server would move this store one level down, where a worker on that directory no longer finds it",
+				dir, account, filepath.Dir(filepath.Clean(dir)))
+		}
 	}
 	return nil
 }
