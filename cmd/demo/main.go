@@ -149,6 +149,7 @@ func run(ctx context.Context, out io.Writer, task string, keep bool) error {
 	fmt.Fprintf(out, "\n$ JETAGENT_MCP_CONFIG=%s JETAGENT_LISTEN=%s bin/worker\n", mcpConfig, addr)
 	worker := exec.Command(filepath.Join(bin, "worker"))
 	worker.Env = workerEnv
+	worker.SysProcAttr = childProcAttr()
 	ready, err := startPrefixed(worker, "[worker] ", `msg="worker ready"`)
 	if err != nil {
 		return fmt.Errorf("start worker: %w", err)
@@ -274,6 +275,7 @@ func startPrefixed(cmd *exec.Cmd, prefix, marker string) (<-chan struct{}, error
 func runCmd(ctx context.Context, env []string, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
+	cmd.SysProcAttr = childProcAttr()
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err := cmd.Run()
 	var ee *exec.ExitError
