@@ -269,12 +269,18 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	var pool *toolcache.Pool
 	var known func(string) bool
 	if s.MCPConfig != "" {
+		// NewPool waits for each server's first attempt, up to
+		// JETAGENT_MCP_CONNECT_TIMEOUT (an npx server may be downloaded
+		// first): /readyz said only "connected to NATS; starting".
+		st.setStage("connecting to the MCP servers (JETAGENT_MCP_CONFIG; at most JETAGENT_MCP_CONNECT_TIMEOUT=" +
+			s.MCPConnectTimeout.String() + ")")
 		var err error
 		if pool, err = toolcache.NewPool(ctx, mcpCfg, toolcache.WithSettings(s.poolSettings()), toolcache.WithLogger(log)); err != nil {
 			return fmt.Errorf("JETAGENT_MCP_CONFIG=%s: %w", s.MCPConfig, err)
 		}
 		defer pool.Close() //nolint:errcheck // at exit
 		known = pool.HasServer
+		st.setStage("connected to NATS and the MCP servers; starting")
 		for _, st := range pool.Status() {
 			attrs := []any{"name", st.Name, "state", st.State, "tools", st.Tools}
 			if st.Error != "" {
