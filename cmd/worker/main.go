@@ -11,10 +11,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -584,15 +586,15 @@ func tools(args []string, stdout, stderr io.Writer) error {
 				mine = append(mine, t)
 			}
 		}
-		name := st.Name
+		name := terminalSafe(st.Name)
 		if st.Error != "" {
-			name += " (" + strings.TrimSpace(st.Error) + ")"
+			name += " (" + terminalSafe(strings.TrimSpace(st.Error)) + ")"
 		}
 		if !*md {
 			// What the model sees of each tool in deferred mode.
-			fmt.Fprintf(stdout, "%s: %s, %d tools\n", st.Name, st.State, len(mine))
+			fmt.Fprintf(stdout, "%s: %s, %d tools\n", terminalSafe(st.Name), st.State, len(mine))
 			for _, t := range mine {
-				fmt.Fprintf(stdout, "  %-32s %s\n", t.Name, agentloop.OneLine(t.Description))
+				fmt.Fprintf(stdout, "  %-32s %s\n", terminalSafe(t.Name), terminalSafe(agentloop.OneLine(t.Description)))
 			}
 			fmt.Fprintln(stdout)
 		}
@@ -639,6 +641,30 @@ func tools(args []string, stdout, stderr io.Writer) error {
 	}
 	return toolcost.WriteText(stdout, rows)
 }
+
+// terminalSafe writes the control characters of s as Go escapes (\x1b,
+// \u202e): what a server sends (a tool's description, its error) is
+// shown, never obeyed. worker tools printed descriptions raw, so a server
+// could retitle the operator's terminal, erase the line or hide text
+// (ESC [8m) of the catalog being reviewed, or reorder it with a
+// bidirectional override.
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
 
 func writeRows(w io.Writer, rows []toolcost.Row, markdown bool) error {
 	if len(rows) > 1 {
