@@ -178,18 +178,7 @@ func (sc *splitCluster) heal() {
 	}
 	// Routed, and JetStream answering again: one meta leader that every
 	// node follows (its API says "temporarily unavailable" until then).
-	pollUntil(sc.t, "n1 routed again", func() bool {
-		leaders := 0
-		for _, s := range sc.nodes {
-			if s.NumRemotes() != 2 || !s.JetStreamIsCurrent() {
-				return false
-			}
-			if s.JetStreamIsLeader() {
-				leaders++
-			}
-		}
-		return leaders == 1
-	})
+	pollUntil(sc.t, "n1 routed again", func() bool { return oneMetaLeader(sc.nodes) })
 }
 
 // leadStreamsFrom makes node lead every stream of the topology and the
@@ -342,18 +331,7 @@ func (fc *fixedCluster) startAll() {
 	for i := range fc.nodes {
 		fc.start(i)
 	}
-	pollUntil(fc.t, "meta leader with all peers", func() bool {
-		leaders := 0
-		for _, s := range fc.nodes {
-			if s.NumRemotes() != 2 || !s.JetStreamIsCurrent() {
-				return false
-			}
-			if s.JetStreamIsLeader() {
-				leaders++
-			}
-		}
-		return leaders == 1
-	})
+	pollUntil(fc.t, "meta leader with all peers", func() bool { return oneMetaLeader(fc.nodes) })
 }
 
 // settledEventAttempts is eventAttempts once the cluster answers again
@@ -419,4 +397,20 @@ func pollStatus(t *testing.T, c *Client, id string) *State {
 		return true
 	})
 	return st
+}
+
+// oneMetaLeader: every node is routed to the other two and current, and
+// one of them leads JetStream's meta group (its API answers "temporarily
+// unavailable" until then).
+func oneMetaLeader(nodes []*server.Server) bool {
+	leaders := 0
+	for _, s := range nodes {
+		if s.NumRemotes() != 2 || !s.JetStreamIsCurrent() {
+			return false
+		}
+		if s.JetStreamIsLeader() {
+			leaders++
+		}
+	}
+	return leaders == 1
 }

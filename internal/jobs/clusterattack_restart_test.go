@@ -146,18 +146,7 @@ func TestClusterRestartsMidJob(t *testing.T) {
 			for _, i := range down {
 				fc.start(i)
 			}
-			pollUntil(t, "meta leader after the restart", func() bool {
-				leaders := 0
-				for _, s := range fc.nodes {
-					if s.NumRemotes() != 2 || !s.JetStreamIsCurrent() {
-						return false
-					}
-					if s.JetStreamIsLeader() {
-						leaders++
-					}
-				}
-				return leaders == 1
-			})
+			pollUntil(t, "meta leader after the restart", func() bool { return oneMetaLeader(fc.nodes) })
 			if !tc.settling {
 				close(r.gate("long"))
 			}
