@@ -20,11 +20,12 @@ import (
 // gave up) the process exits at once.
 func ServeChild(stdin io.Reader, stdout io.Writer) int {
 	// The worker's shutdown signals are the worker's: Ctrl-C signals the
-	// whole process group, systemd's stop every process of the unit, and
+	// whole process group, systemd's stop every process of the unit, a
+	// closed terminal SIGHUP to the group, and
 	// the worker lets running jobs finish; a child dying of them failed
 	// its script mid-way. The worker ends a child by closing its stdin
 	// or killing it.
-	signal.Ignore(os.Interrupt, syscall.SIGTERM)
+	signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	r := bufio.NewReaderSize(stdin, 64<<10)
 	line, err := r.ReadBytes('\n')
 	if err != nil {

@@ -64,7 +64,7 @@ func processWithArg(t *testing.T, arg string) int {
 // the worker, which ends it by closing its stdin or killing it.
 func TestProcessChildOutlivesShutdownSignals(t *testing.T) {
 	t.Parallel()
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
 			marker := "codeattack-signal-" + strconv.Itoa(int(sig))

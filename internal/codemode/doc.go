@@ -189,9 +189,9 @@
 // the race detector), with a memory error
 // (TestProcessConversionOutOfMemory); MaxMemory measures the script's
 // heap alone; a child stuck inside a built-in is killed; and the child
-// holds none of the caller's environment. The child ignores SIGINT and
-// SIGTERM, the worker's shutdown signals, which Ctrl-C and systemd send
-// it too: the worker lets running scripts finish, and ends a child by
+// holds none of the caller's environment. The child ignores SIGINT,
+// SIGTERM and SIGHUP, the worker's shutdown signals, which Ctrl-C,
+// systemd and a closed terminal send it too: the worker lets running scripts finish, and ends a child by
 // closing its stdin or killing it. It costs a process start,
 // about 10 ms an execution (BenchmarkProcessRun). The worker uses it.
 //
