@@ -22,11 +22,7 @@ import (
 // the default queue its job waited for a worker for ever.
 func TestDemoWhateverTheWorkersSettings(t *testing.T) {
 	t.Parallel()
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", ".", "../worker", "../submit", "../../examples/mcpserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := demoBinaries(t)
 	for _, setting := range []string{
 		"JETAGENT_LOG_FORMAT=json",
 		"JETAGENT_LOG_LEVEL=warn",

@@ -27,11 +27,7 @@ import (
 // SIGTERM when the demo dies, and end.
 func TestKilledDemoLeavesNoProcess(t *testing.T) {
 	t.Parallel()
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", ".", "../worker", "../submit", "../../examples/mcpserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := demoBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A model that never answers: the job runs until the test ends.

@@ -20,11 +20,6 @@ import (
 // the worker (which stops the MCP server) and removes the directory.
 func TestClosedStdoutStillCleansUp(t *testing.T) {
 	t.Parallel()
-	built := t.TempDir()
-	build := exec.Command("go", "build", "-o", built+"/", ".", "../worker", "../submit", "../../examples/mcpserver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	for _, tc := range []struct {
 		name string
 		// running: stdout is closed while the worker and the MCP server
@@ -37,14 +32,9 @@ func TestClosedStdoutStillCleansUp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// The binaries, linked into a directory of this subtest's
-			// own, so that what is left running is counted by it.
-			bin := t.TempDir()
-			for _, b := range []string{"demo", "worker", "submit", "mcpserver"} {
-				if err := os.Link(filepath.Join(built, b), filepath.Join(bin, b)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			// The binaries in a directory of this subtest's own, so that
+			// what is left running is counted by it.
+			bin := demoBinaries(t)
 			release := func() {}
 			if tc.running {
 				// The MCP server waits for the test's word: the worker is
