@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"github.com/jetagent/jetagent/internal/agentloop"
 	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/jobs"
-	"github.com/jetagent/jetagent/internal/llm"
-	"github.com/jetagent/jetagent/internal/llm/llmtest"
 	"github.com/jetagent/jetagent/internal/natstest"
 )
 
@@ -31,16 +28,7 @@ func TestWorkerStopLetsTheScriptFinish(t *testing.T) {
 	needMCPServer(t)
 	ctx := natstest.Context(t)
 	ns, nc := startCrashNATS(t)
-	model := llmtest.NewServer(t)
-	model.Handle(func(req llmtest.RecordedRequest) llmtest.Reply {
-		for _, m := range req.Messages {
-			if m.Role == llm.RoleTool {
-				return llmtest.Reply{Content: "Script: " + m.Content}
-			}
-		}
-		args, _ := json.Marshal(map[string]string{"code": `const r = await tools.slow({ms: 2000}); "finished: " + r`})
-		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: agentloop.ToolExecuteCode, Arguments: string(args)}}}}
-	})
+	model := scriptModel(t, `const r = await tools.slow({ms: 2000}); "finished: " + r`, "Script: ")
 	env := append(crashWorkerEnv(t, ns.ClientURL(), model.URL()), "JETAGENT_TOOL_MODE=code", "JETAGENT_SHUTDOWN_GRACE=1m")
 	w, client := startFirstWorker(ctx, t, nc, "stop", env)
 	if _, err := client.Submit(ctx, &jobs.Job{ID: "stop", Task: "Run the script."}); err != nil {

@@ -36,16 +36,7 @@ func TestWorkerSurvivesCodeOutOfMemory(t *testing.T) {
 	needMCPServer(t)
 	ctx := natstest.Context(t)
 	ns, nc := startCrashNATS(t)
-	model := llmtest.NewServer(t)
-	model.Handle(func(req llmtest.RecordedRequest) llmtest.Reply {
-		for _, m := range req.Messages {
-			if m.Role == llm.RoleTool {
-				return llmtest.Reply{Content: "The script failed: " + m.Content}
-			}
-		}
-		args, _ := json.Marshal(map[string]string{"code": oomScript})
-		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: agentloop.ToolExecuteCode, Arguments: string(args)}}}}
-	})
+	model := scriptModel(t, oomScript, "The script failed: ")
 	env := append(crashWorkerEnv(t, ns.ClientURL(), model.URL()), "JETAGENT_TOOL_MODE=code", "JETAGENT_CODE_MAX_MEMORY=67108864")
 	w, client := startFirstWorker(ctx, t, nc, "oom", env)
 	if _, err := client.Submit(ctx, &jobs.Job{ID: "oom", Task: "Run the script."}); err != nil {
@@ -67,4 +58,21 @@ func TestWorkerSurvivesCodeOutOfMemory(t *testing.T) {
 		t.Errorf("result %+v, want the child's memory error in the answer", st.Result)
 	}
 	w.stop(t)
+}
+
+// scriptModel is a scripted model that sends code as one execute_code
+// call, then answers with answer and what the call returned.
+func scriptModel(t *testing.T, code, answer string) *llmtest.Server {
+	t.Helper()
+	model := llmtest.NewServer(t)
+	model.Handle(func(req llmtest.RecordedRequest) llmtest.Reply {
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleTool {
+				return llmtest.Reply{Content: answer + m.Content}
+			}
+		}
+		args, _ := json.Marshal(map[string]string{"code": code})
+		return llmtest.Reply{ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{Name: agentloop.ToolExecuteCode, Arguments: string(args)}}}}
+	})
+	return model
 }

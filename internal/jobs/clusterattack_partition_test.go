@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
@@ -22,18 +23,7 @@ import (
 // An attempt whose heartbeats the consumer's leader does not confirm
 // fences itself before the job is delivered again.
 func TestPartitionedAttemptFencesItself(t *testing.T) {
-	sc := startSplitCluster(t)
-	nc1 := natstest.Connect(t, sc.nodes[0]) // the worker that will be cut off
-	nc2 := natstest.Connect(t, sc.nodes[1]) // the other worker, the client
-	topo := TopologyConfig{Replicas: 3, AckWait: 3 * time.Second, MaxDeliver: 5}
-	js2, err := jetstream.New(nc2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureTopology(natstest.Context(t), js2, topo, nil); err != nil {
-		t.Fatal(err)
-	}
-	leadStreamsFrom(t, nc2, "n2", allStreams, []string{"AGENT_JOBS/workers-default", "AGENT_ADVISORIES/dead-letterer"})
+	sc, nc1, nc2, topo := partitionSetup(t)
 
 	started := make(chan int, 4)
 	ended1 := make(chan error, 1)
@@ -112,18 +102,7 @@ func TestPartitionedAttemptFencesItself(t *testing.T) {
 // job's timeout. An attempt re-reads its job's state at each heartbeat and
 // stops once it names another attempt.
 func TestAttemptTakenOverWhileCutOffStops(t *testing.T) {
-	sc := startSplitCluster(t)
-	nc1 := natstest.Connect(t, sc.nodes[0])
-	nc2 := natstest.Connect(t, sc.nodes[1])
-	topo := TopologyConfig{Replicas: 3, AckWait: 3 * time.Second, MaxDeliver: 5}
-	js2, err := jetstream.New(nc2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnsureTopology(natstest.Context(t), js2, topo, nil); err != nil {
-		t.Fatal(err)
-	}
-	leadStreamsFrom(t, nc2, "n2", allStreams, []string{"AGENT_JOBS/workers-default", "AGENT_ADVISORIES/dead-letterer"})
+	sc, nc1, nc2, topo := partitionSetup(t)
 
 	started := make(chan int, 4)
 	ended1 := make(chan error, 1)
@@ -179,4 +158,24 @@ func TestAttemptTakenOverWhileCutOffStops(t *testing.T) {
 	if got := settledEventAttempts(t, c, "stale"); interleaved(got) {
 		t.Errorf("events of two attempts interleaved: attempts %v", got)
 	}
+}
+
+// partitionSetup starts a split cluster with the jobs topology (R3, ack
+// wait 3 s) led from n2, and connects to n1 (the worker that will be cut
+// off) and n2 (the other worker, the client).
+func partitionSetup(t *testing.T) (sc *splitCluster, nc1, nc2 *nats.Conn, topo TopologyConfig) {
+	t.Helper()
+	sc = startSplitCluster(t)
+	nc1 = natstest.Connect(t, sc.nodes[0])
+	nc2 = natstest.Connect(t, sc.nodes[1])
+	topo = TopologyConfig{Replicas: 3, AckWait: 3 * time.Second, MaxDeliver: 5}
+	js2, err := jetstream.New(nc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := EnsureTopology(natstest.Context(t), js2, topo, nil); err != nil {
+		t.Fatal(err)
+	}
+	leadStreamsFrom(t, nc2, "n2", allStreams, []string{"AGENT_JOBS/workers-default", "AGENT_ADVISORIES/dead-letterer"})
+	return sc, nc1, nc2, topo
 }
