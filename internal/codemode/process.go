@@ -271,14 +271,20 @@ func (pc *procCall) serve(start []byte, stdout io.Reader) Output {
 // turns that into an Abort.
 func (pc *procCall) value(f frame) (v frame) {
 	defer func() {
-		if p := recover(); p != nil {
-			what := "clock read"
-			if f.Op == "random" {
-				what = "random value"
-			}
-			v = frame{Op: "value", Abort: f.Op != "explain", Error: fmt.Sprint(p)}
-			pc.abort = Abort(fmt.Errorf("%s %d failed inside the host: %v", what, f.Seq, p))
+		p := recover()
+		if p == nil {
+			return
 		}
+		if f.Op == "explain" { // a failing explanation leaves the plain refusal, as in process
+			v = frame{Op: "value"}
+			return
+		}
+		what := "clock read"
+		if f.Op == "random" {
+			what = "random value"
+		}
+		v = frame{Op: "value", Abort: true, Error: fmt.Sprint(p)}
+		pc.abort = Abort(fmt.Errorf("%s %d failed inside the host: %v", what, f.Seq, p))
 	}()
 	switch f.Op {
 	case "now":
