@@ -32,7 +32,7 @@ const codeIndexBytes = 6 << 10
 const executeCodeIntro = "Run JavaScript: the body of an async function (top-level await; return a value to get it back). " +
 	"Each tool is an async function on `tools`: `const r = await tools.NAME({...args})` returns the tool's structured content, " +
 	"else its text parsed as JSON, else the text; a tool error throws an Error with the tool's message (catch it if you can recover). " +
-	"Run calls in parallel with Promise.all. Only what you console.log and the returned value come back to you, cut when long: " +
+	"Calls run one at a time, in the order they are made (Promise.all too). Only what you console.log and the returned value come back to you, cut when long: " +
 	"filter and summarise in code rather than printing raw data. No require, import, fetch, process or timers. " +
 	"get_tool_details gives a tool's TypeScript signature; search_tools finds tools not listed here.\n\nTools:\n"
 

@@ -64,6 +64,12 @@ return "ok";`
 	if !strings.Contains(reqs[0].Tools[0].Description, "write") || !strings.Contains(reqs[0].Tools[0].Description, "read") {
 		t.Errorf("execute_code's index lacks the tools: %s", reqs[0].Tools[0].Description)
 	}
+	// The description tells the model how calls run: one at a time, in
+	// order (a replay matches them by sequence), Promise.all included; it
+	// said "in parallel", which they never were.
+	if d := reqs[0].Tools[0].Description; !strings.Contains(d, "one at a time") || strings.Contains(d, "parallel") {
+		t.Errorf("execute_code's description misstates how calls run: %s", d)
+	}
 	for _, r := range reqs[1:] {
 		if string(r.ToolsJSON) != string(reqs[0].ToolsJSON) {
 			t.Errorf("request %d has another tools array", r.N)
