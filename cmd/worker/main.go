@@ -308,6 +308,14 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 		}
 	}
 	lc := s.loopConfig()
+	if p, ok := lc.CodeRunner.(codemode.Process); ok {
+		// Said at start, where the operator looks, rather than only to
+		// the model at a job's first execute_code.
+		if err := p.Check(ctx); err != nil && ctx.Err() == nil {
+			log.Error("code mode cannot start its child process here, so every execute_code will fail; "+
+				"JETAGENT_CODE_SANDBOX=in-process runs scripts inside the worker (a script that exhausts memory then ends the worker)", "err", err)
+		}
+	}
 	lc.LLM, lc.Logger = model, log // a tool call's panic stack goes to the worker's log
 	loop, err := agentloop.New(lc)
 	if err != nil {

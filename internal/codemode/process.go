@@ -428,3 +428,27 @@ func (b *headBuffer) firstLine() string {
 	}
 	return ""
 }
+
+// Check starts one child and runs a script that calls nothing, so that a
+// worker learns at start, not at a job's first execute_code, that it
+// cannot start processes here (a container whose seccomp profile or
+// pids limit forbids fork, no /proc, a binary on a noexec mount).
+func (p Process) Check(ctx context.Context) error {
+	out := p.Run(ctx, NewCatalog(nil), "return 6 * 7", checkHost{}, Limits{})
+	if out.Err != nil {
+		return out.Err
+	}
+	if out.Text != "42" {
+		return fmt.Errorf("code mode: the code's process answered %q to a check that returns 42", out.Text)
+	}
+	return nil
+}
+
+// checkHost is Check's Host: its script makes no calls and reads no clock.
+type checkHost struct{}
+
+func (checkHost) Call(context.Context, int, string, json.RawMessage) (Result, error) {
+	return Result{}, errors.New("no tools in a check")
+}
+func (checkHost) Now(int) int64       { return 0 }
+func (checkHost) Random(int) float64 { return 0 }

@@ -270,3 +270,44 @@ func TestProcessAfterTheBinaryIsGone(t *testing.T) {
 		t.Fatalf("output %q (%v), want the execution's value", out, err)
 	}
 }
+
+// Check tells a worker at start whether it can run code in a child: with
+// this binary it can; a path that cannot be executed (as in a container
+// that forbids it) or a binary that does not serve the child says why.
+func TestProcessCheck(t *testing.T) {
+	t.Parallel()
+	notExec := filepath.Join(t.TempDir(), "worker")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		p    Process
+		want []string // in the error; none: no error
+	}{
+		{"this binary", Process{}, nil},
+		{"not executable", Process{Path: notExec}, []string{"cannot start the code's process", "permission denied"}},
+		{"not a worker", Process{Path: "/bin/true"}, []string{"code"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			err := tc.p.Check(ctx)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Check passed")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Check: %v; want %q in it", err, w)
+				}
+			}
+		})
+	}
+}
