@@ -450,5 +450,5 @@ type checkHost struct{}
 func (checkHost) Call(context.Context, int, string, json.RawMessage) (Result, error) {
 	return Result{}, errors.New("no tools in a check")
 }
-func (checkHost) Now(int) int64       { return 0 }
+func (checkHost) Now(int) int64      { return 0 }
 func (checkHost) Random(int) float64 { return 0 }
