@@ -245,6 +245,7 @@ func serve(ctx context.Context, s Settings, log *slog.Logger, ready func(*jobs.W
 	if s.NATS.URL == "" {
 		st.setStage("starting the embedded NATS server")
 		ec := s.embedded()
+		ec.Logger = log // the server's warnings and errors, in the worker's format
 		ns, err := jobs.StartEmbedded(ec)
 		if err != nil {
 			return fmt.Errorf("embedded NATS (JETAGENT_DATA_DIR=%s, JETAGENT_LISTEN=%s): %w", s.DataDir, s.Listen, err)

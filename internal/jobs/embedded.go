@@ -1,13 +1,17 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -38,6 +42,15 @@ type EmbeddedConfig struct {
 	// signed (mutual TLS, which counts as authentication). In-process
 	// connections need no TLS.
 	Cert, Key, ClientCA string
+
+	// Logger receives the server's warnings (at Warn), errors (at Error)
+	// and notices (at Debug: a healthy start is quiet); the server's debug
+	// and trace are off. Nil: the server logs nothing. Either way a
+	// failure to start is StartEmbedded's error, with the server's reason.
+	Logger *slog.Logger
+	// ReadyTimeout bounds the wait for the server to accept connections
+	// (0: 10 s).
+	ReadyTimeout time.Duration
 }
 
 // ErrOpenListen is returned by StartEmbedded for a listen address beyond
@@ -101,7 +114,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		StoreDir:   cfg.DataDir,
 		MaxPayload: cfg.MaxPayload,
 		NoSigs:     true, // the worker owns signal handling
-		NoLog:      true,
+		NoLog:      true, // logs go to cfg.Logger (serverLog)
+		// Seven lines of ASCII art in a debug log.
+		DisableJetStreamBanner: true,
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "jetagent"
@@ -143,15 +158,84 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		unlock()
 		return nil, fmt.Errorf("embedded NATS: %w", err)
 	}
+	sl := &serverLog{log: cfg.Logger}
+	s.SetLoggerV2(sl, false, false, false)
+	wait := cfg.ReadyTimeout
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	// Start returns once it failed (JetStream could not use its store,
+	// the port could not be listened on): the server logs why as fatal
+	// and, with nothing listening, would only stay unready for the whole
+	// wait.
 	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
+	fatal := sl.fatal()
+	if fatal == "" && !s.ReadyForConnections(wait) {
+		fatal = fmt.Sprintf("did not start listening on %s within %s", cfg.Listen, wait)
+		if f := sl.fatal(); f != "" {
+			fatal = f
+		}
+	}
+	if fatal != "" {
+		if strings.Contains(fatal, "JetStream") {
+			// nats-server does not name the directory it found unusable.
+			fatal += " (JetStream store " + filepath.Join(cfg.DataDir, server.JetStreamStoreDir) + ")"
+		}
 		s.Shutdown()
 		s.WaitForShutdown()
 		unlock()
-		return nil, fmt.Errorf("embedded NATS did not start listening on %s within 10s", cfg.Listen)
+		return nil, fmt.Errorf("embedded NATS: %s", fatal)
 	}
 	go func() { s.WaitForShutdown(); unlock() }()
 	return s, nil
+}
+
+// serverLog is nats-server's Logger over a *slog.Logger (nil: nothing is
+// logged). It keeps the first fatal message, which nats-server's own
+// loggers would exit the process on: the reason a start failed.
+type serverLog struct {
+	log *slog.Logger
+
+	mu        sync.Mutex
+	fatalText string
+}
+
+// quiet are warnings an operator of the worker cannot act on, logged at
+// Debug: NATS_PASSWORD is also the in-process client's password, so it
+// cannot be a bcrypt hash.
+var quiet = []string{"Plaintext passwords detected"}
+
+func (l *serverLog) at(level slog.Level, format string, v []any) {
+	if l.log == nil {
+		return
+	}
+	msg := fmt.Sprintf(format, v...)
+	if level == slog.LevelWarn && slices.ContainsFunc(quiet, func(q string) bool { return strings.HasPrefix(msg, q) }) {
+		level = slog.LevelDebug
+	}
+	l.log.Log(context.Background(), level, "embedded NATS: "+msg)
+}
+
+// fatal returns the first fatal message, or "".
+func (l *serverLog) fatal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatalText
+}
+
+func (l *serverLog) Noticef(format string, v ...any) { l.at(slog.LevelDebug, format, v) }
+func (l *serverLog) Warnf(format string, v ...any)   { l.at(slog.LevelWarn, format, v) }
+func (l *serverLog) Errorf(format string, v ...any)  { l.at(slog.LevelError, format, v) }
+func (l *serverLog) Debugf(format string, v ...any)  {}
+func (l *serverLog) Tracef(format string, v ...any)  {}
+
+func (l *serverLog) Fatalf(format string, v ...any) {
+	l.mu.Lock()
+	if l.fatalText == "" {
+		l.fatalText = fmt.Sprintf(format, v...)
+	}
+	l.mu.Unlock()
+	l.at(slog.LevelError, format, v)
 }
 
 // Validate checks the authentication and TLS settings of c as given (a
@@ -196,9 +280,8 @@ func (c EmbeddedConfig) applyAuth(opts *server.Options) error {
 	return nil
 }
 
-// checkListen fails at once, saying why, when addr cannot be listened on:
-// the server itself would only stay unready (its logs are off) until
-// StartEmbedded gives up.
+// checkListen fails at once, saying why and what to do, when addr cannot
+// be listened on: the server's own error names only the address.
 func checkListen(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
