@@ -177,3 +177,30 @@ func TestEmbeddedServerWarningsLogged(t *testing.T) {
 		t.Errorf("logged at Warn: %q, want the missing checksum file", warns)
 	}
 }
+
+// TestEmbeddedHealthyStartQuiet: a healthy start logs nothing at Info or
+// above, with a password too (nats-server warns of a plaintext password,
+// which NATS_PASSWORD must be: the worker's own connection presents it).
+func TestEmbeddedHealthyStartQuiet(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []EmbeddedConfig{
+		{Listen: "127.0.0.1:0"},
+		{Listen: "127.0.0.1:0", User: "u", Password: "p"},
+		{Listen: "127.0.0.1:0", Token: "t"},
+	} {
+		t.Run(cfg.AuthMode(), func(t *testing.T) {
+			t.Parallel()
+			recs, log := newRecords()
+			cfg.DataDir, cfg.Logger = t.TempDir(), log
+			s, err := StartEmbedded(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Shutdown()
+			s.WaitForShutdown()
+			if loud := recs.atLeast(slog.LevelInfo); len(loud) > 0 {
+				t.Errorf("logged %q", loud)
+			}
+		})
+	}
+}
