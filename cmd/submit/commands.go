@@ -70,7 +70,7 @@ func (c *cli) status(id string, asJSON bool) (int, error) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) {
 		if s := fmt.Sprint(v); s != "" && s != "0" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, s)
+			fmt.Fprintf(tw, "%s\t%s\n", k, shown(s)) // a task, an error, an answer: anyone's text
 		}
 	}
 	row("id", st.ID)

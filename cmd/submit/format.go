@@ -14,22 +14,35 @@ import (
 
 // oneLine flattens s and cuts it to n runes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	// What a tool, a model or a refused id says reaches the terminal here:
-	// control characters (ESC of a terminal sequence that would retitle
-	// the window or hide lines) are shown as U+FFFD, not sent.
-	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		s = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return '\uFFFD'
-			}
-			return r
-		}, s)
-	}
+	s = shown(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// shown is s as a terminal may be sent it: what a tool, a model or a
+// refused id says reaches the terminal through here. Control characters
+// (ESC of a sequence that would retitle the window or hide lines, a CR
+// that overwrites the line) and bidirectional controls (U+202E and the
+// like reorder the text after them, Trojan Source style: an answer or a
+// tool's output read otherwise than it is) are shown as U+FFFD, not sent;
+// worker tools escapes the same runes. Newlines and tabs are kept.
+func shown(s string) string {
+	if !strings.ContainsFunc(s, obeyed) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if obeyed(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+// obeyed: a terminal acts on r rather than showing it.
+func obeyed(r rune) bool {
+	return (unicode.IsControl(r) && r != '\n' && r != '\t') || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // formatEvent renders an event as one readable line.
@@ -118,7 +131,9 @@ func formatEvent(ev jobs.Event) string {
 			what += truncatedMark(*res.ErrorRef)
 		}
 	}
-	return fmt.Sprintf("%s  %-16s %s%s", ev.Time.Local().Format("15:04:05"), ev.Type, round, what)
+	// The event's fields outside oneLine (a tool's name, a job's error)
+	// come from tools, models and workers too.
+	return shown(fmt.Sprintf("%s  %-16s %s%s", ev.Time.Local().Format("15:04:05"), ev.Type, round, what))
 }
 
 // truncatedMark says that a line shows only the start of something stored
@@ -127,7 +142,8 @@ func truncatedMark(ref jobs.DataRef) string {
 	return fmt.Sprintf(" … (truncated; %d bytes in %s/%s)", ref.Bytes, ref.Bucket, ref.Name)
 }
 
-// writeTranscript renders a transcript for reading.
+// writeTranscript renders a transcript for reading (--json prints it as
+// stored).
 func writeTranscript(w io.Writer, t *jobs.Transcript) {
 	kind := "reflected"
 	if !t.Reflected {
@@ -142,13 +158,13 @@ func writeTranscript(w io.Writer, t *jobs.Transcript) {
 			if name == "" {
 				name = m.ToolCallID
 			}
-			fmt.Fprintf(w, "tool %s: %s\n", name, m.Content)
+			fmt.Fprintf(w, "tool %s: %s\n", shown(name), shown(m.Content))
 		default:
 			if m.Content != "" {
-				fmt.Fprintf(w, "%s: %s\n", m.Role, m.Content)
+				fmt.Fprintf(w, "%s: %s\n", m.Role, shown(m.Content))
 			}
 			for _, tc := range m.ToolCalls {
-				fmt.Fprintf(w, "%s → %s(%s)\n", m.Role, tc.Function.Name, tc.Function.Arguments)
+				fmt.Fprintf(w, "%s → %s(%s)\n", m.Role, shown(tc.Function.Name), shown(tc.Function.Arguments))
 			}
 		}
 	}

@@ -576,9 +576,15 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, 
 			return exitFailed, err
 		}
 	} else if res.Status == jobs.StatusSucceeded {
-		fmt.Fprintln(c.stdout, res.Answer)
+		answer := res.Answer
+		if isTerminal(c.stdout) {
+			// A model's answer may carry what a tool fed it (terminal
+			// sequences, U+202E); piped, it stays as the model wrote it.
+			answer = shown(answer)
+		}
+		fmt.Fprintln(c.stdout, answer)
 	} else {
-		fmt.Fprintf(c.stderr, "job %s %s: %s\n", id, res.Status, res.Error)
+		fmt.Fprintf(c.stderr, "job %s %s: %s\n", id, res.Status, shown(res.Error))
 	}
 	if res.Status != jobs.StatusSucceeded {
 		return exitFailed, nil
