@@ -333,18 +333,47 @@ func (w *Worker) journalObjects(ctx context.Context, id string) ([]string, error
 // removes rather than objects nothing references.
 func (w *Worker) dropProgress(ctx context.Context, id string, objects []string, checkpointObject bool, log *slog.Logger) {
 	for _, name := range objects {
-		if err := w.topo.Transcripts.Delete(ctx, name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		if err := w.deleteObject(ctx, name); err != nil {
 			log.Warn("journal object delete failed", "object", name, "err", err)
 		}
 	}
 	if checkpointObject && !slices.Contains(objects, CheckpointName(id)) {
-		if err := w.topo.Transcripts.Delete(ctx, CheckpointName(id)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		if err := w.deleteObject(ctx, CheckpointName(id)); err != nil {
 			log.Warn("checkpoint delete failed", "err", err)
 		}
 	}
 	if err := w.purgeJournal(ctx, id); err != nil {
 		log.Warn("journal purge failed", "err", err)
 	}
+}
+
+// deleteObject deletes object name (gone already is no error), tried
+// again within ctx, each try bounded by journalTryTimeout as the purge
+// is: one request never answered (a stream leader elected, or a server
+// killed, while it was in flight) spent the whole bound shared with the
+// other deletes and the purge, so those failed too and the objects and
+// journal were left.
+func (w *Worker) deleteObject(ctx context.Context, name string) error {
+	op := func() error {
+		tctx, cancel := context.WithTimeout(ctx, journalTryTimeout)
+		defer cancel()
+		err := w.topo.Transcripts.Delete(tctx, name)
+		switch {
+		case errors.Is(err, jetstream.ErrObjectNotFound):
+			return nil
+		case errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrBucketNotFound):
+			return backoff.Permanent(err) // the bucket is gone, and its objects with it
+		case errors.Is(err, jetstream.ErrBadObjectMeta):
+			return backoff.Permanent(err) // another try reads the same
+		}
+		return err
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, time.Second
+	if err := backoff.Retry(op, backoff.WithContext(b, ctx)); err != nil {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	return nil
 }
 
 // purgeJournal removes every key of job id from the journal bucket in one
