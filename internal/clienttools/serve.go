@@ -11,13 +11,25 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/redact"
 )
 
 // Handler runs one client tool for the submitter. A tool failure is
 // (message, true, nil); a non-nil error is also answered as a tool error
-// carrying its text, so the worker never waits in vain.
+// carrying its text, so the worker never waits in vain. ctx carries the
+// call's idempotency key (journal.KeyFromContext), to run a call once.
 type Handler func(ctx context.Context, name string, args json.RawMessage) (output string, isError bool, err error)
+
+// serveQueue is the queue group Serve subscribes in, so that each request
+// reaches one of the Serves of its job. It is the secret's: a Serve under
+// another secret (a submit --id run again, which cannot answer the job)
+// must not take a request from the one that can; it sees a copy and
+// rejects it. An HMAC of the secret, so that who lists subscriptions
+// learns nothing of it.
+func serveQueue(secret string) string {
+	return "jetagent-" + mac(secret, "jetagent.client.queue.v1")[:32]
+}
 
 // clockSkew is how far past its deadline a request is still accepted, so
 // that worker and submitter clocks need not agree closely; request ids are
@@ -46,7 +58,10 @@ func Serve(ctx context.Context, nc *nats.Conn, jobID, secret string, h Handler, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &responder{nc: nc, jobID: jobID, secret: secret, h: h, o: o, ctx: ctx, sem: make(chan struct{}, o.MaxActive), seen: map[string]time.Time{}, answers: map[string]kept{}}
-	sub, err := nc.Subscribe(Subject(o.Prefix, jobID), s.receive)
+	// In a queue group: two submitters answering one job (submit watch
+	// --local-mcp attached again while the submit it replaces still
+	// runs) would both run each call, a write twice; one of them runs it.
+	sub, err := nc.QueueSubscribe(Subject(o.Prefix, jobID), "jetagent-submitters", s.receive)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("clienttools: subscribe: %w", err)
@@ -240,7 +255,10 @@ func (s *responder) answer(reply string, req Request) {
 		if d := time.UnixMilli(req.DeadlineMS); d.After(until) {
 			until = d
 		}
-		ctx, cancel := context.WithDeadline(s.ctx, until)
+		// The call's idempotency key, for the handler (and, through
+		// LocalMCPHandler, the local server's _meta) to run it once:
+		// dropped here, no submitter's tool ever saw it.
+		ctx, cancel := context.WithDeadline(journal.ContextWithKey(s.ctx, req.IdempotencyKey), until)
 		out, isErr, err := s.handle(ctx, req.Tool, json.RawMessage(req.Arguments))
 		cancel()
 		a.Output, a.IsError = out, isErr
