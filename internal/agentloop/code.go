@@ -84,7 +84,8 @@ func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMess
 		Code string `json:"code"`
 	}
 	_ = json.Unmarshal(args, &a)
-	h := &codeHost{j: j, round: round, parent: c, quiet: j.codeCompleted(c)}
+	done, quiet := j.codeOutcome(c)
+	h := &codeHost{j: j, round: round, parent: c, quiet: quiet}
 	lim := j.l.cfg.CodeLimits
 	lim.MaxOutput = codeOutputLimit(lim.MaxOutput, j.l.cfg.MaxToolOutput)
 	var out codemode.Output
@@ -96,46 +97,74 @@ func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMess
 	h.mu.Lock()
 	c.records = h.records
 	h.mu.Unlock()
-	// Not when the job was stopped (a timeout, a cancel, the worker
-	// shutting down): the next attempt's run is the one to publish.
 	f := h.fatalErr()
-	if f == nil && !h.quiet && ctx.Err() == nil {
-		j.codeDone(ctx, c)
-	}
-	if out.Err == nil {
-		return out.Text, false
-	}
 	if f != nil {
 		c.fatal = f
 	}
-	return codeErrorText(out.Err.Error(), out.Text, j.l.cfg.MaxToolOutput), true
+	if quiet && done.Text != nil {
+		// What the model read then: this run stopped where that one did
+		// (codeHost.Call), but not necessarily with the same words.
+		return *done.Text, done.IsError
+	}
+	text, isErr := out.Text, false
+	if out.Err != nil {
+		text, isErr = codeErrorText(out.Err.Error(), out.Text, j.l.cfg.MaxToolOutput), true
+	}
+	// Not when the job was stopped (a timeout, a cancel, the worker
+	// shutting down): the next attempt's run is the one to publish.
+	if f == nil && !quiet && ctx.Err() == nil {
+		j.codeDone(ctx, c, codeDone{Text: &text, IsError: isErr})
+	}
+	return text, isErr
 }
 
 // codeDoneKey is the journal's key for "the execute_code call at key
 // completed": a value, since the script itself is not journaled (a
 // resumed attempt runs it again, its inner calls replayed from the
-// journal, to rebuild its result and records).
+// journal, to rebuild its records).
 func codeDoneKey(key string) string { return key + ".end" }
+
+// codeDone is the value at codeDoneKey: the call's result as the model
+// read it. An execution can end before its code does (its process
+// killed, a wall time or memory limit), and its replay, whose calls come
+// back at once from the journal, would not; it must give the model's
+// result, not its own. Text is nil in a marker of an older worker
+// (`true`).
+type codeDone struct {
+	Text    *string `json:"text,omitempty"`
+	IsError bool    `json:"is_error,omitempty"`
+}
 
 // codeCompleted reports whether an earlier attempt completed the
 // execute_code call c: it published the call's events then, so a replay
 // publishes none (run1 and codeHost ask).
 func (j *job) codeCompleted(c *call) bool {
-	if j.in.Journal == nil || c.key == "" || c.entry == nil || c.entry.kind != kindExecuteCode {
-		return false
-	}
-	_, ok := j.in.Journal.Value(codeDoneKey(c.key))
+	_, ok := j.codeOutcome(c)
 	return ok
 }
 
-// codeDone records that the execute_code call c completed, before run1
-// publishes its result (as a tool call's completion is stored before its
-// result is published). A marker that cannot be stored only means a
+// codeOutcome is codeCompleted with the result an earlier attempt gave.
+func (j *job) codeOutcome(c *call) (codeDone, bool) {
+	if j.in.Journal == nil || c.key == "" || c.entry == nil || c.entry.kind != kindExecuteCode {
+		return codeDone{}, false
+	}
+	v, ok := j.in.Journal.Value(codeDoneKey(c.key))
+	if !ok {
+		return codeDone{}, false
+	}
+	var d codeDone
+	_ = json.Unmarshal(v, &d) // `true`: completed, result unknown
+	return d, true
+}
+
+// codeDone records that the execute_code call c completed with d, before
+// run1 publishes its result (as a tool call's completion is stored before
+// its result is published). A marker that cannot be stored only means a
 // replay publishes the call's events again: a store that panics storing
 // it is one that failed (logged). Before, the panic reached dispatchSafe
 // and the completed script's result became "failed inside the worker",
 // which the model could take for a reason to run it again.
-func (j *job) codeDone(ctx context.Context, c *call) {
+func (j *job) codeDone(ctx context.Context, c *call, d codeDone) {
 	if j.in.Journal == nil || c.key == "" {
 		return
 	}
@@ -144,7 +173,11 @@ func (j *job) codeDone(ctx context.Context, c *call) {
 			j.logPanic("journal", ToolExecuteCode, p, "call_id", c.tc.ID, "key", codeDoneKey(c.key))
 		}
 	}()
-	_ = j.in.Journal.RecordValue(context.WithoutCancel(ctx), codeDoneKey(c.key), json.RawMessage("true"), nil)
+	v, err := json.Marshal(d)
+	if err != nil {
+		v = json.RawMessage("true")
+	}
+	_ = j.in.Journal.RecordValue(context.WithoutCancel(ctx), codeDoneKey(c.key), v, nil)
 }
 
 // codeOutputLimit is the Limits.MaxOutput an execution runs with: the
@@ -244,6 +277,12 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 			"errors": ic.invalid, "from": ToolExecuteCode, "parent_call_id": parent.tc.ID,
 		})
 		return codemode.Result{}, errors.New(strings.TrimPrefix(invalidMessage(ic), "Error: "))
+	}
+	if _, ok := j.journaled(ic); ok && h.quiet && !j.in.Journal.Made(ic.key) {
+		// The completed execution never made this call: it ended before
+		// (its process killed, a limit). Made now, in a round the model
+		// saw end, it would be an effect nobody asked for.
+		return codemode.Result{}, codemode.Abort(fmt.Errorf("the execution of %s stopped before its call %d (%s) the first time: not made on replay", parent.tc.ID, seq, name))
 	}
 	if _, ok := j.journaled(ic); ok && j.in.Journal.Completed(ic.key) {
 		emit = func(context.Context, string, int, map[string]any) {} // published by the attempt that ran it

@@ -22,7 +22,9 @@
 //     tools as async functions (internal/codemode); each inner call is
 //     checked, journaled, published and recorded like a direct one, and
 //     a re-run script gets the recorded results (the journal's keys
-//     c<round>.<index>.<n>, Date.now and Math.random recorded too).
+//     c<round>.<index>.<n>, Date.now and Math.random recorded too); the
+//     re-run of an execution that completed makes no call it did not
+//     make and gives the result the model read (c<round>.<index>.end).
 //   - auto: full, deferred or search by the o200k_base token cost of the
 //     full definitions against [AutoThresholds]; code above CodeAbove
 //     when an operator sets it.

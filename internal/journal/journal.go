@@ -189,6 +189,16 @@ func (j *Journal) Completed(key string) bool {
 	return ok && e.Kind == kindDone && e.Result != nil && !j.mine[key]
 }
 
+// Made reports whether an earlier attempt made the call at key: its
+// intent or its completion is stored. A replay tells by it a call the
+// earlier run never reached (code mode: an execution cut short).
+func (j *Journal) Made(key string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e, ok := j.prior[key]
+	return ok && e.Kind != kindValue
+}
+
 // RecordValue stores v at key, with the intents of calls about to be
 // sent (keyed like Do's keys), in one write. Do on those keys then
 // stores no intent of its own.
