@@ -21,16 +21,6 @@ import (
 // call's idempotency key (journal.KeyFromContext), to run a call once.
 type Handler func(ctx context.Context, name string, args json.RawMessage) (output string, isError bool, err error)
 
-// serveQueue is the queue group Serve subscribes in, so that each request
-// reaches one of the Serves of its job. It is the secret's: a Serve under
-// another secret (a submit --id run again, which cannot answer the job)
-// must not take a request from the one that can; it sees a copy and
-// rejects it. An HMAC of the secret, so that who lists subscriptions
-// learns nothing of it.
-func serveQueue(secret string) string {
-	return "jetagent-" + mac(secret, "jetagent.client.queue.v1")[:32]
-}
-
 // clockSkew is how far past its deadline a request is still accepted, so
 // that worker and submitter clocks need not agree closely; request ids are
 // remembered that long to refuse replays.
@@ -58,10 +48,10 @@ func Serve(ctx context.Context, nc *nats.Conn, jobID, secret string, h Handler, 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &responder{nc: nc, jobID: jobID, secret: secret, h: h, o: o, ctx: ctx, sem: make(chan struct{}, o.MaxActive), seen: map[string]time.Time{}, answers: map[string]kept{}}
-	// In a queue group: two submitters answering one job (submit watch
-	// --local-mcp attached again while the submit it replaces still
-	// runs) would both run each call, a write twice; one of them runs it.
-	sub, err := nc.QueueSubscribe(Subject(o.Prefix, jobID), "jetagent-submitters", s.receive)
+	// Not in a queue group: the submitter a Serve replaces (submit watch
+	// --local-mcp) may hold a connection the server has not yet found
+	// dead, which would take its share of the requests and lose them.
+	sub, err := nc.Subscribe(Subject(o.Prefix, jobID), s.receive)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("clienttools: subscribe: %w", err)
