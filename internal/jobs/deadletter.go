@@ -28,11 +28,15 @@ type maxDeliveriesAdvisory struct {
 // in a stream with a shared durable consumer, so exactly one worker handles
 // each, and none is lost while no worker runs.
 func (w *Worker) deadLetterLoop(ctx context.Context) {
+	fails := newFailRun(w.log, "advisory fetch") // one line a second, as the job fetches
 	for ctx.Err() == nil {
 		msg, err := w.topo.AdvisoryConsumer.Next(jetstream.FetchMaxWait(w.cfg.FetchWait))
+		if err == nil || errors.Is(err, nats.ErrTimeout) {
+			fails.ok()
+		}
 		if err != nil {
 			if !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
-				w.log.Warn("advisory fetch failed", "err", err)
+				fails.fail(err)
 				w.restoreTopology(ctx, w.topo.AdvisoryConsumer)
 				select {
 				case <-ctx.Done():

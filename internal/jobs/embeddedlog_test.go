@@ -20,12 +20,26 @@ import (
 type records struct {
 	mu    sync.Mutex
 	lines []slog.Record
-	attrs []slog.Attr // from WithAttrs, shared: tests use one logger
+	attrs []slog.Attr   // from WithAttrs, shared: tests use one logger
+	more  chan struct{} // a record came
 }
 
 func newRecords() (*records, *slog.Logger) {
-	r := &records{}
+	r := &records{more: make(chan struct{}, 1)}
 	return r, slog.New(r)
+}
+
+// waitFor waits until ok holds of the records (as all gives them).
+func (r *records) waitFor(t *testing.T, what string, ok func([]string) bool) {
+	t.Helper()
+	deadline := time.After(waitTimeout)
+	for !ok(r.all()) {
+		select {
+		case <-r.more:
+		case <-deadline:
+			t.Fatalf("no %s after %s; logged:\n%s", what, waitTimeout, strings.Join(r.all(), "\n"))
+		}
+	}
 }
 
 func (r *records) Enabled(context.Context, slog.Level) bool { return true }
@@ -41,6 +55,10 @@ func (r *records) Handle(_ context.Context, rec slog.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lines = append(r.lines, rec.Clone())
+	select {
+	case r.more <- struct{}{}:
+	default:
+	}
 	return nil
 }
 

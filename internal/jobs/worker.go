@@ -403,6 +403,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // no-wait request for min(left, free slots) jobs, answered at once.
 func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consumer) {
 	left := uint64(0) // jobs the consumer had left after the last delivery
+	// A fetch fails every FetchWait while the consumer's leader is away
+	// (a node cut off from the quorum): a line a second said nothing new.
+	fails := newFailRun(w.log, "fetch", "queue", queue)
 	for {
 		select {
 		case w.sem <- struct{}{}:
@@ -464,8 +467,10 @@ func (w *Worker) fetchLoop(ctx context.Context, queue string, c jetstream.Consum
 		if stopped || ctx.Err() != nil {
 			return
 		}
-		if err != nil && !errors.Is(err, nats.ErrTimeout) {
-			w.log.Warn("fetch failed", "queue", queue, "err", err)
+		if err == nil || errors.Is(err, nats.ErrTimeout) {
+			fails.ok()
+		} else {
+			fails.fail(err)
 			w.restoreTopology(ctx, c)
 			select { // do not spin while NATS is away
 			case <-ctx.Done():
