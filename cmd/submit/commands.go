@@ -105,9 +105,12 @@ func (c *cli) status(id string, asJSON bool) (int, error) {
 
 func (c *cli) watchCommand() *command {
 	var wait bool
+	var localMCP string
 	return c.idCommand("watch", "follow a job's events until it ends", func(fs *pflag.FlagSet) {
 		fs.BoolVar(&wait, "wait", false, "wait for a job that has no state yet (one about to be submitted)")
-	}, func(id string, asJSON bool) (int, error) { return c.watch(id, wait, asJSON) })
+		fs.StringVar(&localMCP, "local-mcp", "", "answer the job's client tools again from the local MCP servers in `FILE` "+
+			"(a submit --local-mcp that stopped before the job ended)")
+	}, func(id string, asJSON bool) (int, error) { return c.watch(id, wait, localMCP, asJSON) })
 }
 
 // checkID opens what a "no state" error says after the id's name: the
@@ -127,12 +130,17 @@ func (c *cli) checkID(cl *jobs.Client, id string) string {
 // errNoJob: watch was given an id no job has (without --wait).
 var errNoJob = errors.New("no such job")
 
-func (c *cli) watch(id string, wait, asJSON bool) (int, error) {
+func (c *cli) watch(id string, wait bool, localMCP string, asJSON bool) (int, error) {
+	if wait && localMCP != "" {
+		// The secret is read from the job's message, which its state
+		// names.
+		return 0, usagef("--local-mcp answers a job that has a state: drop --wait")
+	}
 	cl, err := c.connect()
 	if err != nil {
 		return 0, err
 	}
-	_, err = cl.Status(c.ctx, id)
+	st, err := cl.Status(c.ctx, id)
 	switch {
 	case errors.Is(err, jobs.ErrNotFound) && !wait:
 		// A mistyped id would otherwise wait for ever.
@@ -145,7 +153,18 @@ func (c *cli) watch(id string, wait, asJSON bool) (int, error) {
 	case err != nil:
 		return exitFailed, err
 	}
-	return c.follow(cl, id, asJSON, false)
+	if localMCP == "" || st == nil || st.Status.Terminal() {
+		return c.follow(cl, id, asJSON, "") // an ended job has nothing left to ask
+	}
+	stop, err := c.reattachLocalMCP(cl, st, localMCP)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	if !asJSON {
+		fmt.Fprintf(c.stderr, "answering the client tools of job %s from %s again\n", id, localMCP)
+	}
+	return c.follow(cl, id, asJSON, localMCP)
 }
 
 func (c *cli) transcript(id string, raw, asJSON bool) (int, error) {

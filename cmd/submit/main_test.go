@@ -30,6 +30,13 @@ func TestMain(m *testing.M) {
 		serveLocalMCPForTests()
 		return
 	}
+	if v, ok := os.LookupEnv(childArgsEnv); ok { // the test binary as submit (a process to kill)
+		var args []string
+		if err := json.Unmarshal([]byte(v), &args); err != nil {
+			panic(err)
+		}
+		os.Exit(run(context.Background(), args, os.Stdin, os.Stdout, os.Stderr))
+	}
 	goleak.VerifyTestMain(m, natstest.GoleakOptions()...)
 }
 

@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/oklog/ulid/v2"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -412,7 +414,8 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 		if !rc.State.Status.Terminal() {
 			fmt.Fprintf(c.stderr, "submit: warning: job %s was queued before, with the client secret of the submit that queued it: "+
 				"this one cannot answer its client tools (--local-mcp not served); while none answers, each of its client "+
-				"tool calls fails after the worker's JETAGENT_CLIENT_TOOL_TIMEOUT (submit cancel %s stops it)\n", rc.ID, rc.ID)
+				"tool calls fails after the worker's JETAGENT_CLIENT_TOOL_TIMEOUT (submit watch --local-mcp %s %s answers "+
+				"them with the job's secret; submit cancel %s stops it)\n", rc.ID, f.localMCP, rc.ID, rc.ID)
 		}
 	}
 	// The same id again is how a submission is made idempotent, and then
@@ -440,7 +443,11 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 		fmt.Fprintln(c.stdout, rc.ID)
 		return exitOK, nil
 	}
-	return c.follow(cl, rc.ID, f.json, stopLocal != nil && !rc.Duplicate)
+	localMCP := f.localMCP
+	if rc.Duplicate {
+		localMCP = "" // not served: see above
+	}
+	return c.follow(cl, rc.ID, f.json, localMCP)
 }
 
 // decodeJob checks a job as written (a --job file, a batch line) against
@@ -529,13 +536,15 @@ func (c *cli) servedLike(cl *jobs.Client, queue string) string {
 }
 
 // follow prints a job's events as they happen and its outcome at the end;
-// localTools: this submit answers the job's client tools (--local-mcp).
-func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, error) {
+// localMCP: this submit answers the job's client tools from the local MCP
+// servers of that file ("": it does not).
+func (c *cli) follow(cl *jobs.Client, id string, asJSON bool, localMCP string) (int, error) {
 	if !asJSON {
 		fmt.Fprintf(c.stderr, "job %s\n", id)
 	}
 	events := 0
 	stopOwner := c.watchOwner(cl, id)
+	unanswered := localMCP != "" // told once
 	st, err := cl.Watch(c.ctx, id, func(ev jobs.Event) {
 		events++
 		if asJSON {
@@ -543,6 +552,15 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, 
 			return
 		}
 		fmt.Fprintln(c.stderr, formatEvent(ev))
+		if !unanswered && ev.Type == "tool.result" && bytes.Contains(ev.Data, []byte("no submitter listening on "+clienttools.Subject(c.settings.Prefix, id))) {
+			// A submit --local-mcp that was killed left the job's client
+			// tools without an answerer; the failed call alone did not
+			// say what to do.
+			unanswered = true
+			fmt.Fprintf(c.stderr, "submit: nothing answers the client tools of job %s (did the submit that declared them stop?); "+
+				"each call fails after the worker's JETAGENT_CLIENT_TOOL_TIMEOUT. If it was submit --local-mcp FILE, "+
+				"submit watch --local-mcp FILE %s answers them again\n", id, id)
+		}
 	})
 	stopOwner()
 	if err != nil {
@@ -552,11 +570,11 @@ func (c *cli) follow(cl *jobs.Client, id string, asJSON, localTools bool) (int, 
 			if _, serr := cl.Status(sctx, id); errors.Is(serr, jobs.ErrNotFound) {
 				return exitFailed, fmt.Errorf("stopped waiting; no job %s was submitted meanwhile", id)
 			}
-			if localTools {
+			if localMCP != "" {
 				// The job goes on, but nothing answers its client tools now.
-				return exitFailed, fmt.Errorf("stopped following; job %s goes on (submit watch %s), but its client tools "+
-					"(--local-mcp) are answered no more: each call of one fails after the worker's JETAGENT_CLIENT_TOOL_TIMEOUT "+
-					"(submit cancel %s stops the job)", id, id, id)
+				return exitFailed, fmt.Errorf("stopped following; job %s goes on, but its client tools (--local-mcp) are "+
+					"answered no more: each call of one fails after the worker's JETAGENT_CLIENT_TOOL_TIMEOUT "+
+					"(submit watch --local-mcp %s %s answers them again; submit cancel %s stops the job)", id, localMCP, id, id)
 			}
 			return exitFailed, fmt.Errorf("stopped following; job %s goes on (submit watch %s)", id, id)
 		}
@@ -626,63 +644,161 @@ func resultOf(st *jobs.State) *jobs.Result {
 // serveLocalMCP declares the tools of local MCP servers as the job's
 // client tools and answers the worker's calls until stop.
 func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error) {
+	view, closeView, err := c.localMCP(job.ID, path)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := clienttools.NewSecret()
+	if err != nil {
+		closeView()
+		return nil, err
+	}
+	decls := clienttools.LocalMCPDecls(view)
+	// The worker dead-letters a job whose declarations break these limits;
+	// say so before publishing.
+	if err := clienttools.ValidateDecls(decls, agentrun.DeclLimits()); err != nil {
+		closeView()
+		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
+	}
+	stop, err = c.answerLocalMCP(job.ID, secret, view, closeView)
+	if err != nil {
+		return nil, err
+	}
+	job.ClientSecret = secret
+	job.ClientTools = append(job.ClientTools, decls...)
+	return stop, nil
+}
+
+// localMCP starts the local MCP servers of the --local-mcp file path and
+// opens a view of their tools for job id; closeView ends both.
+func (c *cli) localMCP(id, path string) (view *toolcache.View, closeView func(), err error) {
 	cfg, err := toolcache.LoadConfig(path)
 	if err != nil {
-		return nil, fmt.Errorf("--local-mcp %s: %w", path, cfgerr.InJSONFile(err, path)) // a syntax error's line
+		return nil, nil, fmt.Errorf("--local-mcp %s: %w", path, cfgerr.InJSONFile(err, path)) // a syntax error's line
 	}
 	pool, err := toolcache.NewPool(c.ctx, cfg, toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
-		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
+		return nil, nil, fmt.Errorf("--local-mcp %s: %w", path, err)
 	}
 	// NewPool waited for each server's first attempt. One that failed was
 	// left out without a word: the job ran without the tools asked for.
 	for _, st := range pool.Status() {
 		if st.State != toolcache.StateReady && st.State != toolcache.StateDisabled {
 			_ = pool.Close()
-			return nil, fmt.Errorf("--local-mcp %s: server %q is not ready (%s: %s); fix it, or give it \"disabled\": true",
+			return nil, nil, fmt.Errorf("--local-mcp %s: server %q is not ready (%s: %s); fix it, or give it \"disabled\": true",
 				path, st.Name, st.State, cmp.Or(strings.TrimSpace(st.Error), "no session"))
 		}
 	}
-	view, err := pool.View(job.ID, nil, nil, nil)
+	view, err = pool.View(id, nil, nil, nil)
 	if err != nil {
 		_ = pool.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	secret, err := clienttools.NewSecret()
-	if err != nil {
-		_ = view.Close()
-		_ = pool.Close()
-		return nil, err
-	}
-	job.ClientSecret = secret
-	decls := clienttools.LocalMCPDecls(view)
-	// The worker dead-letters a job whose declarations break these limits;
-	// say so before publishing.
-	if err := clienttools.ValidateDecls(decls, agentrun.DeclLimits()); err != nil {
-		_ = view.Close()
-		_ = pool.Close()
-		return nil, fmt.Errorf("--local-mcp %s: %w", path, err)
-	}
-	job.ClientTools = append(job.ClientTools, decls...)
-	stopServe, err := clienttools.Serve(c.ctx, c.nc, job.ID, secret, clienttools.LocalMCPHandler(view),
+	return view, func() { _ = view.Close(); _ = pool.Close() }, nil
+}
+
+// answerLocalMCP answers job id's client tool calls signed with secret
+// from view until stop, which also calls closeView (as does a failure).
+func (c *cli) answerLocalMCP(id, secret string, view *toolcache.View, closeView func()) (stop func(), err error) {
+	stopServe, err := clienttools.Serve(c.ctx, c.nc, id, secret, clienttools.LocalMCPHandler(view),
 		clienttools.Options{Prefix: c.settings.Prefix, OnPanic: func(err error, stack []byte) {
 			// The worker is answered with the panic's value; its stack is
 			// for whoever runs submit.
 			fmt.Fprintf(c.stderr, "submit: --local-mcp: %v\n%s", err, stack)
 		}})
 	if err != nil {
-		_ = view.Close()
-		_ = pool.Close()
+		closeView()
 		return nil, err
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			stopServe()
-			_ = view.Close()
-			_ = pool.Close()
+			closeView()
 		})
 	}, nil
+}
+
+// reattachLocalMCP answers, from the local MCP servers of path, the client
+// tools of job st, which an earlier submit --local-mcp declared (and then
+// stopped: killed, its machine restarted, Ctrl-C): the job's secret is
+// read from the job's own message in the jobs stream, which the job's
+// worker holds until the job ends. Who may read that stream holds every
+// job's secret already (docs/CLIENT-TOOLS.md), so nothing is given away;
+// the secret is never printed.
+func (c *cli) reattachLocalMCP(cl *jobs.Client, st *jobs.State, path string) (stop func(), err error) {
+	job, err := c.queuedJob(cl, st)
+	if err != nil {
+		return nil, fmt.Errorf("--local-mcp: the client secret of job %s cannot be read: %w", st.ID, err)
+	}
+	if job.ClientSecret == "" {
+		return nil, usagef("--local-mcp: job %s declares no client tools: nothing to answer (drop --local-mcp)", st.ID)
+	}
+	view, closeView, err := c.localMCP(st.ID, path)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, d := range job.ClientTools {
+		if _, ok := view.Registry().Get(d.Name); !ok {
+			missing = append(missing, d.Name)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(c.stderr, "submit: warning: job %s declares client tools that the servers of %s do not have: %s; "+
+			"each call of one is answered as a tool error (is this the file the job was submitted with?)\n",
+			st.ID, path, strings.Join(missing, ", "))
+	}
+	// A request nothing takes is told at once (no responders); one that
+	// waits out the bound found a listener, which an answerer still
+	// running would be: both would run each call.
+	subject := clienttools.Subject(c.settings.Prefix, st.ID)
+	pctx, cancel := context.WithTimeout(c.ctx, listenerProbe)
+	_, perr := c.nc.RequestWithContext(pctx, subject, nil)
+	cancel()
+	if !errors.Is(perr, nats.ErrNoResponders) && c.ctx.Err() == nil {
+		fmt.Fprintf(c.stderr, "submit: warning: something already listens on %s: the submit that declared job %s's client "+
+			"tools, if it still runs (then both run each call: stop one of them), or a connection of it the NATS server "+
+			"has not yet found gone\n", subject, st.ID)
+	}
+	return c.answerLocalMCP(st.ID, job.ClientSecret, view, closeView)
+}
+
+// listenerProbe bounds the look for another answerer of a job's client
+// tools before submit watch --local-mcp answers them.
+const listenerProbe = time.Second
+
+// queuedJob is job st as published: its message in the jobs stream (the
+// sequence its state names), which stays there until the job ends.
+func (c *cli) queuedJob(cl *jobs.Client, st *jobs.State) (*jobs.Job, error) {
+	stream := cl.Names().JobsStream()
+	if st.StreamSeq == 0 {
+		return nil, fmt.Errorf("its state names no message of %s (a job published without submit, not yet taken by a worker?)", stream)
+	}
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return nil, err
+	}
+	s, err := js.Stream(c.ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	msg, err := s.GetMsg(c.ctx, st.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("its message (%s sequence %d) is no longer in the stream", stream, st.StreamSeq)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("its message (%s sequence %d): %w (reading it needs the permission to get messages of %s)",
+			stream, st.StreamSeq, err, stream)
+	}
+	var job jobs.Job
+	if err := jobs.UnmarshalJob(msg.Data, &job); err != nil {
+		return nil, fmt.Errorf("its message (%s sequence %d): %w", stream, st.StreamSeq, err)
+	}
+	if id := cmp.Or(job.ID, msg.Header.Get(nats.MsgIdHdr)); id != st.ID {
+		return nil, fmt.Errorf("%s sequence %d is job %q's message, not this job's", stream, st.StreamSeq, id)
+	}
+	return &job, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
