@@ -40,6 +40,9 @@ const envPrefix = "JETAGENT"
 type Config struct {
 	DataDir string `split_words:"true" desc:"embedded NATS: JetStream store directory (used when NATS_URL is unset)"`
 	Listen  string `desc:"embedded NATS: client listen address; submit and the nats CLI connect here"`
+	// MaxStore bounds the embedded store (0: nats-server's default, 75%
+	// of the disk space free at start, fixed until it restarts).
+	MaxStore int64 `split_words:"true" desc:"embedded NATS: bytes the JetStream store may hold (0: 75% of the disk space free under JETAGENT_DATA_DIR when the worker starts, fixed until it restarts)"`
 	// NATSConnectTimeout bounds the worker's wait for an external server
 	// at start (0: it waits until stopped).
 	NATSConnectTimeout time.Duration `envconfig:"NATS_CONNECT_TIMEOUT" desc:"how long the worker waits at start for the server at NATS_URL (to connect, then for JetStream to answer), retrying with backoff; bad credentials, TLS errors and a server without JetStream fail at once (0: until stopped)"`
@@ -422,7 +425,7 @@ func strayVars(environ []string, s *Settings) ([]strayNote, error) {
 	// JETAGENT_LISTEN=0.0.0.0:4222 meant to open the worker to the network
 	// went unnoticed.
 	if lookupEnv(environ, "NATS_URL") != "" {
-		for _, v := range []string{envPrefix + "_LISTEN", envPrefix + "_DATA_DIR"} {
+		for _, v := range []string{envPrefix + "_LISTEN", envPrefix + "_DATA_DIR", envPrefix + "_MAX_STORE"} {
 			if lookupEnv(environ, v) != "" {
 				notes = append(notes, strayNote{fmt.Sprintf("%s is set but so is NATS_URL: it configures the embedded "+
 					"NATS server, which is started only with NATS_URL unset; it is ignored", v), false})
@@ -470,6 +473,10 @@ func sameListener(a, b string) bool {
 // isLocal: the names of loopback that listen on the same interface.
 func isLocal(h string) bool { return h == "localhost" || h == "127.0.0.1" }
 
+// minMaxStore is the smallest JETAGENT_MAX_STORE: a few jobs of the
+// largest size (8 MiB) with their events would fill less.
+const minMaxStore = 64 << 20
+
 func (s Settings) validate() error {
 	c := s.Config
 	bad := func(v, format string, a ...any) error {
@@ -484,6 +491,9 @@ func (s Settings) validate() error {
 		}
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 			return bad("JETAGENT_LISTEN", "%q is not host:port", c.Listen)
+		}
+		if c.MaxStore < 0 || (c.MaxStore > 0 && c.MaxStore < minMaxStore) {
+			return bad("JETAGENT_MAX_STORE", "%d bytes: want 0 (75%% of the disk space free at start) or at least %d (64 MiB)", c.MaxStore, minMaxStore)
 		}
 		if err := s.validateEmbeddedAuth(); err != nil {
 			return err
@@ -641,7 +651,7 @@ func (s Settings) validateEmbeddedAuth() error {
 func (s Settings) embedded() jobs.EmbeddedConfig {
 	n := s.NATS
 	return jobs.EmbeddedConfig{
-		DataDir: s.DataDir, Listen: s.Listen,
+		DataDir: s.DataDir, Listen: s.Listen, MaxStore: s.MaxStore,
 		User: n.User, Password: n.Password, Token: n.Token,
 		Cert: n.Cert, Key: n.Key, ClientCA: n.CA,
 	}

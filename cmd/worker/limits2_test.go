@@ -43,6 +43,8 @@ func TestLimitsAtTheirBoundsNamed(t *testing.T) {
 		// stopped at the first stream with the server's words.
 		{"JETAGENT_QUEUES", "a, b,a", `invalid JETAGENT_QUEUES: "a" is named twice`},
 		{"JETAGENT_REPLICAS", "3", "invalid JETAGENT_REPLICAS=3: the embedded NATS server (NATS_URL unset) is a single node"},
+		{"JETAGENT_MAX_STORE", "1000000", "invalid JETAGENT_MAX_STORE: 1000000 bytes: want 0 (75% of the disk space free at start) or at least 67108864 (64 MiB)"},
+		{"JETAGENT_MAX_STORE", "-1", "invalid JETAGENT_MAX_STORE: -1 bytes"},
 	} {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-test")

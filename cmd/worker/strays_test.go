@@ -34,10 +34,11 @@ func TestStrayVariables(t *testing.T) {
 			notes: []string{"OPENAI_BASEURL is set but not read: did you mean OPENAI_BASE_URL?"}},
 		{name: "NATS typo", environ: []string{"NATS_USERS=agent"}, notes: []string{"NATS_USERS is set but not read: did you mean NATS_USER?"}},
 		// The embedded server's settings beside NATS_URL do nothing.
-		{name: "embedded settings with NATS_URL", environ: []string{"NATS_URL=nats://nats:4222", "JETAGENT_LISTEN=0.0.0.0:4222", "JETAGENT_DATA_DIR=/data"},
+		{name: "embedded settings with NATS_URL", environ: []string{"NATS_URL=nats://nats:4222", "JETAGENT_LISTEN=0.0.0.0:4222", "JETAGENT_DATA_DIR=/data", "JETAGENT_MAX_STORE=1073741824"},
 			notes: []string{
 				"JETAGENT_LISTEN is set but so is NATS_URL: it configures the embedded NATS server, which is started only with NATS_URL unset; it is ignored",
 				"JETAGENT_DATA_DIR is set but so is NATS_URL: it configures the embedded NATS server, which is started only with NATS_URL unset; it is ignored",
+				"JETAGENT_MAX_STORE is set but so is NATS_URL: it configures the embedded NATS server, which is started only with NATS_URL unset; it is ignored",
 			}},
 		{name: "embedded settings without NATS_URL", environ: []string{"NATS_URL=", "JETAGENT_LISTEN=0.0.0.0:4222", "JETAGENT_DATA_DIR=/data"}},
 		{name: "other programs' variables", environ: []string{"NATS_NKEY=/k", "NATS_CONTEXT=prod", "NATS_JWT=j", "NATS_SEED=s",

@@ -51,6 +51,10 @@ type EmbeddedConfig struct {
 	// ReadyTimeout bounds the wait for the server to accept connections
 	// (0: 10 s).
 	ReadyTimeout time.Duration
+	// MaxStore bounds the bytes the JetStream store may hold (0:
+	// nats-server's default, 75% of the disk space free under DataDir
+	// when the server starts, fixed until it restarts).
+	MaxStore int64
 }
 
 // ErrOpenListen is returned by StartEmbedded for a listen address beyond
@@ -121,6 +125,10 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	if opts.ServerName == "" {
 		opts.ServerName = "jetagent"
 	}
+	if cfg.MaxStore < 0 {
+		return nil, fmt.Errorf("%w: embedded NATS: MaxStore %d is negative", ErrConfig, cfg.MaxStore)
+	}
+	opts.JetStreamMaxStore = cfg.MaxStore
 	if opts.MaxPayload == 0 {
 		opts.MaxPayload = 8 << 20
 	}
@@ -187,7 +195,44 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		return nil, fmt.Errorf("embedded NATS: %s", fatal)
 	}
 	go func() { s.WaitForShutdown(); unlock() }()
+	warnSmallStore(s, cfg, sl)
 	return s, nil
+}
+
+// MinStoreRoom is the room left in the embedded JetStream store below
+// which StartEmbedded warns (with MaxStore set, a tenth of it when that
+// is less): a few hundred jobs with their events and transcripts.
+const MinStoreRoom = 256 << 20
+
+// warnSmallStore says at start when the store is nearly full. nats-server
+// fixes its limit at start from the disk's free space, so a worker
+// started on a nearly full disk refuses jobs ("insufficient storage
+// resources") even once space is freed, until it restarts; the refusal
+// alone does not say that.
+func warnSmallStore(s *server.Server, cfg EmbeddedConfig, sl *serverLog) {
+	if sl.log == nil {
+		return
+	}
+	info, err := s.Jsz(nil)
+	if err != nil || info.Config.MaxStore <= 0 {
+		return
+	}
+	room := info.Config.MaxStore - int64(info.Store)
+	limit := int64(MinStoreRoom)
+	if cfg.MaxStore > 0 {
+		limit = min(limit, cfg.MaxStore/10) // a small limit chosen is nearly full only at its end
+	}
+	if room >= limit {
+		return
+	}
+	why := "nats-server limits it to 75% of the disk space free under the data directory when it starts, until it restarts: " +
+		"free disk space and restart the worker, or set JETAGENT_MAX_STORE"
+	if cfg.MaxStore > 0 {
+		why = "the limit set (JETAGENT_MAX_STORE)"
+	}
+	sl.log.Warn("embedded NATS: the JetStream store is nearly full: when it is, jobs are refused",
+		"room_bytes", max(room, 0), "max_store_bytes", info.Config.MaxStore, "used_bytes", info.Store,
+		"data_dir", cfg.DataDir, "why", why)
 }
 
 // serverLog is nats-server's Logger over a *slog.Logger (nil: nothing is

@@ -22,7 +22,7 @@ func storeFull(err error) error {
 	}
 	switch apiErr.ErrorCode {
 	case jsInsufficientResources:
-		return fmt.Errorf("%w (the JetStream store is full: the server's max_file_store or the account's storage limit is reached)", err)
+		return fmt.Errorf("%w (the JetStream store is full: the server's max_file_store or the account's storage limit is reached; a worker's embedded server: JETAGENT_MAX_STORE, else 75%% of the disk space free when it started)", err)
 	case jetstream.JSErrCodeStreamMessageExceedsMaximum:
 		// Seen as 'publish job ms-1: nats: nats: API error: code=400
 		// err_code=10054 description=message size exceeds maximum allowed'.
