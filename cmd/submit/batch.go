@@ -37,7 +37,7 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 	var lines []batchLine
 	idLine := map[string]int{} // a job id and the first line that gives it
 	br := bufio.NewReaderSize(r, 64<<10)
-	keep := max(16<<20, 2*c.settings.MaxJobBytes) // a line longer cannot be a job that fits
+	keep := max(16<<20, writtenLimit(c.settings.MaxJobBytes)) // a line longer cannot be a job that fits
 	for n := 1; ; n++ {
 		line, size, rerr := readLine(br, keep)
 		if rerr != nil && !errors.Is(rerr, io.EOF) {

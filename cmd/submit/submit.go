@@ -458,7 +458,11 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 // object need not have one.
 func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
 	if c.validator == nil {
-		v, err := jobs.NewValidator(c.settings.MaxJobBytes)
+		// The size limit is the job's as published (Submit checks it):
+		// as written, each character may be a \uXXXX escape (Python's
+		// json.dumps writes every non-ASCII one so), and a job that fits
+		// was refused as "too large", measured in escapes.
+		v, err := jobs.NewValidator(writtenLimit(c.settings.MaxJobBytes))
 		if err != nil {
 			return nil, err
 		}
@@ -486,6 +490,10 @@ func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
 	}
 	return &j, nil
 }
+
+// writtenLimit is the most bytes a job of at most maxJobBytes as published
+// can take as written: six for each byte (a \u0041 for an A).
+func writtenLimit(maxJobBytes int) int { return 6 * maxJobBytes }
 
 // severalValues is a hint for a --job file that holds more than one JSON
 // value, the first of them an object: a batch file given to --job, which
