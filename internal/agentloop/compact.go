@@ -27,11 +27,19 @@ import (
 const maxCompactLevel = 3
 
 // contextPhrases are the words of the servers' refusals of a prompt over
-// the model's window.
+// the model's window. Some name no context: TGI's messages API (a 422,
+// "Input validation error: `inputs` tokens + `max_new_tokens` must be
+// <= 4096. Given: ...", or "`inputs` must have less than 4096 tokens"),
+// Gemini's ("The input token count (132478) exceeds the maximum number
+// of tokens allowed (131072)."), llama.cpp's older server and LM
+// Studio's ("Cannot truncate prompt with n_keep (14169) >= n_ctx
+// (4096)").
 var contextPhrases = []string{
 	"context length", "context_length", "context window", "context size", "maximum context",
 	"prompt is too long", "input is too long", "too many tokens", "reduce the length of the messages",
 	"exceeds the model's", "maximum prompt length", "prompt too long",
+	"`inputs` tokens + `max_new_tokens` must be", "`inputs` must have less than",
+	"exceeds the maximum number of tokens allowed", "cannot truncate prompt with n_keep",
 }
 
 // contextExceeded reports whether err is a server's refusal of a request

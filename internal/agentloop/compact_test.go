@@ -29,18 +29,30 @@ func TestContextWindowCompaction(t *testing.T) {
 		limit   int    // request bodies over it are refused
 		refusal string // the server's words
 		code    string // its error code
+		// status and body, when body is set, are the refusal as the
+		// server sends it (refusal and code are then unused).
+		status int
+		body   string
 		// wantLevels are the compaction levels the job went through.
 		wantLevels []int
 		wantErr    bool
 	}{
 		// The third request (both outputs) is refused: the first one's is cut short.
-		{"vLLM, an earlier output cut short", 12_000, vllmContextRefusal, "", []int{1}, false},
+		{"vLLM, an earlier output cut short", 12_000, vllmContextRefusal, "", 0, "", []int{1}, false},
 		// Already the second (one output, the last round's) is refused:
 		// levels 1 and 2 have nothing to cut, the last round's output is.
-		{"llama.cpp, the last round cut", 7_000, "the request exceeds the available context size, try increasing it", "", []int{3}, false},
-		{"OpenAI's code", 4_500, "Your input is long.", "context_length_exceeded", []int{3}, false},
+		{"llama.cpp, the last round cut", 7_000, "the request exceeds the available context size, try increasing it", "", 0, "", []int{3}, false},
+		{"OpenAI's code", 4_500, "Your input is long.", "context_length_exceeded", 0, "", []int{3}, false},
+		// Servers whose words name no context: TGI (its messages API, a
+		// 422: huggingface/chat-ui#1149, meta-llama/llama#1103), Gemini
+		// (google-gemini/gemini-cli#4118, an array as Google's APIs send),
+		// llama.cpp's older server and LM Studio (lreuss07/secintel-ai#1).
+		{"TGI, inputs + max_new_tokens", 12_000, "", "", 422, `{"error":"Input validation error: ` + "`inputs` tokens + `max_new_tokens`" + ` must be <= 4096. Given: 4000 ` + "`inputs` tokens and 1000 `max_new_tokens`" + `","error_type":"validation"}`, []int{1}, false},
+		{"TGI, inputs", 12_000, "", "", 422, `{"error":"Input validation error: ` + "`inputs`" + ` must have less than 4096 tokens. Given: 4545","error_type":"validation"}`, []int{1}, false},
+		{"Gemini", 12_000, "", "", 400, `[{"error":{"code":400,"message":"The input token count (132478) exceeds the maximum number of tokens allowed (131072).","status":"INVALID_ARGUMENT"}}]`, []int{1}, false},
+		{"n_keep >= n_ctx", 12_000, "", "", 400, `{"error":"Cannot truncate prompt with n_keep (14169) >= n_ctx (4096)"}`, []int{1}, false},
 		// The first request, with no tool output, is refused: nothing to cut.
-		{"nothing to cut", 1_000, vllmContextRefusal, "", nil, true},
+		{"nothing to cut", 1_000, vllmContextRefusal, "", 0, "", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -54,6 +66,9 @@ func TestContextWindowCompaction(t *testing.T) {
 					body := `{"object":"error","message":"` + tc.refusal + `","type":"BadRequestError","code":400}` // vLLM's shape
 					if tc.code != "" {
 						body = `{"error":{"message":"` + tc.refusal + `","type":"invalid_request_error","param":"messages","code":"` + tc.code + `"}}`
+					}
+					if tc.body != "" {
+						return llmtest.Reply{Status: tc.status, Body: tc.body}
 					}
 					return llmtest.Reply{Status: 400, Body: body}
 				}
