@@ -131,3 +131,19 @@ func cutOutput(s string, over, keep int) (string, int) {
 	}
 	return fmt.Sprintf("%s[%d%s", prefix, left, elidedMark), left
 }
+
+// stillOver is err, a refusal for the model's window of a request cut to
+// level (every level, by then), saying what was cut: the server's words
+// alone ("Please reduce the length of the messages") read as if nothing
+// had been tried.
+func stillOver(err error, msgs []llm.Message, level int) error {
+	_, c := cutHistory(msgs, level)
+	if c.messages == 0 {
+		return fmt.Errorf("%w (refused with no tool output the model had read left to cut: the task, the replies and the tools' definitions are over the model's context window)", err)
+	}
+	s := "s"
+	if c.messages == 1 {
+		s = ""
+	}
+	return fmt.Errorf("%w (refused even with %d tool output%s the model had read cut (%d bytes left out): what is left is over the model's context window)", err, c.messages, s, c.bytes)
+}

@@ -128,3 +128,43 @@ func TestContextWindowCompaction(t *testing.T) {
 		})
 	}
 }
+
+// A request still refused for the model's window once every cut is made
+// (or with no tool output to cut) fails the job, after as many requests
+// as there were levels that cut something, with the server's refusal and
+// what the loop did about it: the refusal alone ("Please reduce the
+// length of the messages") read as if nothing had been tried.
+func TestContextStillOverAfterTheCuts(t *testing.T) {
+	t.Parallel()
+	big := `{"text":"0123456789","repeat":600}`
+	for _, tc := range []struct {
+		name     string
+		limit    int
+		requests int
+		note     string
+	}{
+		{"still over", 2_500, 3, "even with 1 tool output the model had read cut (3952 bytes left out)"},
+		{"nothing to cut", 1_000, 1, "with no tool output the model had read left to cut"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var ts testServer
+			tools := newToolSet(t, &ts, false)
+			s := llmtest.NewServer(t)
+			s.Handle(func(req llmtest.RecordedRequest) llmtest.Reply {
+				if len(req.Raw) > tc.limit {
+					return llmtest.Reply{Status: 400, Body: `{"object":"error","message":"` + vllmContextRefusal + `","type":"BadRequestError","code":400}`}
+				}
+				return toolReply(call("echo", big))
+			})
+			_, err := newLoop(t, s, agentloop.Config{MaxToolOutput: 16 << 10}).Run(t.Context(), agentloop.Input{JobID: "j", Task: "echo", Tools: tools, Mode: agentloop.ModeFull})
+			var apiErr *llm.APIError
+			if !errors.As(err, &apiErr) || !strings.Contains(err.Error(), vllmContextRefusal) || !strings.Contains(err.Error(), tc.note) {
+				t.Fatalf("err = %v, want the server's refusal and %q", err, tc.note)
+			}
+			if n := len(s.Requests()); n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
+			}
+		})
+	}
+}

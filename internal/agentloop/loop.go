@@ -737,6 +737,9 @@ func (j *job) complete(ctx context.Context, round, attempt int, msgs []llm.Messa
 			}
 		}
 	}
+	if contextExceeded(err) {
+		err = stillOver(err, orig, j.compact)
+	}
 	if apiErr := (*llm.APIError)(nil); errors.As(err, &apiErr) && apiErr.Code == toolUseFailed {
 		// Groq refuses a reply whose tool call its parser could not read
 		// (intermittent with Llama and Kimi models), quoting what the
