@@ -95,7 +95,7 @@ func (j *job) runCode(ctx context.Context, round int, c *call, args json.RawMess
 		out = j.reg.code.Run(ctx, a.Code, h, lim)
 	}
 	h.mu.Lock()
-	c.records = h.records
+	c.records, c.cutInner = h.records, h.cut
 	h.mu.Unlock()
 	f := h.fatalErr()
 	if f != nil {
@@ -239,6 +239,7 @@ type codeHost struct {
 
 	mu      sync.Mutex
 	records []reflect.Record
+	cut     []int // of records, calls that ended with their context
 	fatal   error
 }
 
@@ -321,6 +322,9 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 		ID: id, CallID: parent.tc.ID, Kind: reflect.KindCode, Name: name,
 		Input: args, Output: &out, IsError: res.IsError,
 	})
+	if err != nil && ctx.Err() != nil {
+		h.cut = append(h.cut, len(h.records)-1)
+	}
 	h.mu.Unlock()
 	if ic.status == journal.Interrupted {
 		emit(ctx, EventToolInterrupted, h.round, map[string]any{

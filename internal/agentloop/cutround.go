@@ -3,6 +3,7 @@ package agentloop
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/reflect"
@@ -34,7 +35,10 @@ func cutRound(ctx context.Context, calls []*call, msgs []llm.Message) []llm.Mess
 }
 
 // cutRecords is the reflection records of such a round, a call that did
-// not finish with its cutNote as output.
+// not finish with its cutNote as output. So is an inner call of a script
+// that the context's end cut short: the reflected transcript shows it in
+// place of the execute_code call (and its cutNote), and its own error
+// ("context canceled") read as a call that failed, to be made again.
 func cutRecords(ctx context.Context, calls []*call) []reflect.Record {
 	var recs []reflect.Record
 	for _, c := range calls {
@@ -46,7 +50,13 @@ func cutRecords(ctx context.Context, calls []*call) []reflect.Record {
 			}
 			recs = append(recs, r)
 		}
-		recs = append(recs, c.records...) // execute_code's inner calls
+		for i, r := range c.records { // execute_code's inner calls
+			if !c.ran && slices.Contains(c.cutInner, i) {
+				note := cutNote(ctx, c)
+				r.Output, r.IsError = &note, true
+			}
+			recs = append(recs, r)
+		}
 	}
 	return recs
 }

@@ -46,6 +46,9 @@ type call struct {
 
 	round   int              // the round the call is in
 	records []reflect.Record // execute_code: its inner calls, in order
+	// cutInner are the indexes in records of inner calls that ended with
+	// their context (cutRecords says so of them).
+	cutInner []int
 	// ran: run1 finished the call before the job's context ended (a
 	// call of a round cut by a cancellation or timeout may not have).
 	ran bool

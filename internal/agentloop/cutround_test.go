@@ -1,0 +1,95 @@
+package agentloop_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/llm"
+	"github.com/jetagent/jetagent/internal/llm/llmtest"
+	"github.com/jetagent/jetagent/internal/reflect"
+)
+
+// A job cancelled or timed out while a script's inner call ran: the
+// reflected transcript, a continuation's history, shows the script's
+// inner calls in place of the execute_code call, so its cut note was not
+// there, and the cut call said "Error: ... tools/call: context canceled",
+// a call that failed, to be made again, though it may have taken effect.
+// It now says what a cut direct call says; an inner call that finished
+// keeps its result, and both transcripts are history a model takes.
+func TestCancelDuringCodeInnerCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		timeout bool
+		note    string
+	}{
+		{"cancel", false, "Error: the job was cancelled while this call ran: it did not finish, and may or may not have taken effect"},
+		{"timeout", true, "Error: the job timed out while this call ran: it did not finish, and may or may not have taken effect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts := testServer{meetWant: 2, meetAll: make(chan struct{})} // meet waits for a second meet call that never comes
+			tools := newToolSet(t, &ts, false)
+			s := llmtest.NewServer(t,
+				toolReply(call(agentloop.ToolExecuteCode, `{"code":"await tools.echo({text:'a'}); await tools.meet({id:'x'}); await tools.echo({text:'z'})"}`)),
+				textReply("never asked"),
+			)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			runCtx, end := context.Context(ctx), cancel
+			if tc.timeout {
+				d := newExpiringContext(ctx)
+				runCtx, end = d, d.expire
+			}
+			started := make(chan struct{}, 1)
+			sink := agentloop.SinkFunc(func(_ context.Context, e agentloop.Event) {
+				if e.Type == agentloop.EventToolCall && e.Data["name"] == "meet" {
+					started <- struct{}{}
+				}
+			})
+			done := make(chan struct{})
+			var (
+				res *agentloop.Result
+				err error
+			)
+			go func() {
+				defer close(done)
+				res, err = newLoop(t, s, agentloop.Config{}).Run(runCtx, agentloop.Input{Task: "go", Tools: tools, Sink: sink, Mode: agentloop.ModeCode})
+			}()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				t.Fatal("meet never called")
+			}
+			end()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after the context ended during an inner call")
+			}
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v", err)
+			}
+			if err := llm.CheckHistory(res.Messages); err != nil {
+				t.Errorf("raw transcript: %v", err)
+			}
+			reflected := reflect.Rewrite(res.Messages, res.Records)
+			if err := llm.CheckHistory(reflected); err != nil {
+				t.Errorf("reflected transcript: %v", err)
+			}
+			results := map[string]string{} // the inner calls' results, by tool
+			for _, m := range reflected {
+				if m.Role == llm.RoleTool {
+					results[m.Name] += m.Content
+				}
+			}
+			if results["echo"] != "a" || !strings.HasPrefix(results["meet"], tc.note) {
+				t.Errorf("reflected results %q, want echo's a, and meet's %q", results, tc.note)
+			}
+		})
+	}
+}
