@@ -46,6 +46,12 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 		if rerr != nil && size == 0 {
 			break
 		}
+		if n == 1 && isUTF16(line) {
+			// Each line was refused as "want a JSON object (a job) or a
+			// JSON string (a task)", and the NUL after the last newline
+			// made a line of its own.
+			return nil, errUTF16
+		}
 		b := bytes.TrimSpace(line)
 		if len(b) == 0 || b[0] == '#' {
 			continue
@@ -59,6 +65,10 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 			// long", no line number); the line is refused by its number
 			// like any other that is not valid, and the rest still run.
 			err = fmt.Errorf("%w: line of %d bytes, limit %d", jobs.ErrTooLarge, size, c.settings.MaxJobBytes)
+		case bytes.IndexByte(b, 0) >= 0:
+			// JSON text holds no NUL byte; UTF-16 without its byte order
+			// mark has one beside each ASCII character.
+			err = errors.New("the line holds a NUL byte, which JSON cannot: is the file UTF-16? save it as UTF-8")
 		case bytes.HasPrefix(b, utf8BOM):
 			// Editors that save UTF-8 "with signature" put one before the
 			// first line; the line looked right and was refused as neither
@@ -109,6 +119,15 @@ func (c *cli) readBatch(r io.Reader, f *jobFlags, base *jobs.Job) ([]batchLine, 
 		}
 	}
 	return lines, nil
+}
+
+// errUTF16: a batch file that starts with a UTF-16 byte order mark.
+var errUTF16 = errors.New("the file is UTF-16 (it starts with a UTF-16 byte order mark; PowerShell's > and Out-File " +
+	"write so): save it as UTF-8 (Out-File -Encoding utf8, or iconv -f UTF-16 -t UTF-8)")
+
+// isUTF16 reports whether b starts with a UTF-16 byte order mark.
+func isUTF16(b []byte) bool {
+	return bytes.HasPrefix(b, []byte{0xff, 0xfe}) || bytes.HasPrefix(b, []byte{0xfe, 0xff})
 }
 
 // taskPrefix makes a batch line that is a JSON string a job object.

@@ -263,6 +263,10 @@ func notUTF8(what, s string) error {
 	if utf8.ValidString(s) {
 		return nil
 	}
+	if isUTF16([]byte(s)) { // a task piped from PowerShell: iconv -f LATIN1 was the wrong advice
+		return fmt.Errorf("%s is UTF-16 text (it starts with a UTF-16 byte order mark), not UTF-8: convert it "+
+			"(iconv -f UTF-16 -t UTF-8; PowerShell: Out-File -Encoding utf8)", what)
+	}
 	n := 0
 	for n < len(s) {
 		r, size := utf8.DecodeRuneInString(s[n:])
