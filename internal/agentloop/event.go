@@ -14,10 +14,11 @@ import "context"
 //	                       idempotent call sent again; "interrupted"; absent when the call
 //	                       just ran). A call an earlier attempt completed is replayed from
 //	                       the journal without events (they were published then).
-//	tool.progress          call_id, name, tool, progress, total (when the server knows
-//	                       it), message (when it says one): the server's report on a
-//	                       call in progress (MCP notifications/progress; the loop asks
-//	                       for them), before its tool.result; at most 100 a call
+//	tool.progress          call_id, name, tool, progress (a number JSON holds), total
+//	                       (when the server knows it), message (when it says one, at
+//	                       most 1 KiB): the server's report on a call in progress (MCP
+//	                       notifications/progress; the loop asks for them), before its
+//	                       tool.result; at most 100 a call
 //	tool.validation_failed retry, call_id, name, tool, arguments, errors ([]string)
 //	tool.schema_retry      retry, tools ([]string), tool_def_tokens
 //	tool.clash             name, server, winner
