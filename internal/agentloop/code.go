@@ -317,12 +317,20 @@ func (h *codeHost) Call(ctx context.Context, seq int, name string, args json.Raw
 	if strings.TrimSpace(out) == "" {
 		out = noOutput // the record is history for a continuation: as run1 does
 	}
+	cut := err != nil && ctx.Err() != nil
+	if cut {
+		// The execution ended while the call ran (its wall time, memory
+		// or call limit; the job's end is cutRecords' note): as history,
+		// "context deadline exceeded" reads as a call that failed, to be
+		// made again, though it may have taken effect.
+		out = "Error: the code's execution ended while this call ran: it did not finish, and may or may not have taken effect (check before calling it again)"
+	}
 	h.mu.Lock()
 	h.records = append(h.records, reflect.Record{
 		ID: id, CallID: parent.tc.ID, Kind: reflect.KindCode, Name: name,
-		Input: args, Output: &out, IsError: res.IsError,
+		Input: args, Output: &out, IsError: res.IsError || cut,
 	})
-	if err != nil && ctx.Err() != nil {
+	if cut {
 		h.cut = append(h.cut, len(h.records)-1)
 	}
 	h.mu.Unlock()

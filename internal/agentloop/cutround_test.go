@@ -93,3 +93,37 @@ func TestCancelDuringCodeInnerCall(t *testing.T) {
 		})
 	}
 }
+
+// A script whose own wall time ends while an inner call runs, in a job
+// that goes on: the inner call's record, a continuation's history, said
+// "Error: ... context deadline exceeded", a call that failed, to be made
+// again, though it may have taken effect. It now says so.
+func TestCodeWallTimeDuringInnerCall(t *testing.T) {
+	t.Parallel()
+	ts := testServer{meetWant: 2, meetAll: make(chan struct{})} // meet waits for a second meet that never comes
+	tools := newToolSet(t, &ts, false)
+	s := llmtest.NewServer(t,
+		toolReply(call(agentloop.ToolExecuteCode, `{"code":"await tools.echo({text:'a'}); await tools.meet({id:'x'})"}`)),
+		textReply("done"),
+	)
+	cfg := agentloop.Config{}
+	cfg.CodeLimits.WallTime = time.Second
+	res, err := newLoop(t, s, cfg).Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeCode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reflected := reflect.Rewrite(res.Messages, res.Records)
+	if err := llm.CheckHistory(reflected); err != nil {
+		t.Errorf("reflected transcript: %v", err)
+	}
+	results := map[string]string{}
+	for _, m := range reflected {
+		if m.Role == llm.RoleTool {
+			results[m.Name] += m.Content
+		}
+	}
+	const note = "Error: the code's execution ended while this call ran: it did not finish, and may or may not have taken effect"
+	if results["echo"] != "a" || !strings.HasPrefix(results["meet"], note) {
+		t.Errorf("reflected results %q, want echo's a, and meet's %q", results, note)
+	}
+}
