@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +27,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/clienttools"
+	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/jobs"
+	"github.com/jetagent/jetagent/internal/journal"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 )
@@ -42,29 +47,58 @@ const (
 // processes while faults are injected at random: a worker SIGKILLed (and
 // a replacement started), the nats-server restarted on its store, the
 // counting MCP server killed under its worker, and the model answering
-// 500 or 429 to a share of requests. Each job makes three calls over
-// three rounds — write(<job>-1), put(<job>-2) (idempotentHint),
-// write(<job>-3) — then answers; the model decides by how many tool
-// results it is shown, so a failed call is never retried by the model.
+// 500 or 429 to a share of requests. Each job makes three calls —
+// write(<job>-1), put(<job>-2) (idempotentHint), write(<job>-3) — then
+// answers; the model decides by how many tool results it is shown, so a
+// failed call is never retried by the model. The subtests are how the
+// calls are made (soakModes): by the model one a round, from one
+// execute_code script (code mode, the script in a child process of its
+// worker, killed as a fault too), or with the second call a client tool
+// the test process answers through clienttools.Serve, as submit does.
 //
 // Once the window is over, every job must settle. The report: submitted,
 // succeeded, failed, dead-lettered, lost (no final state: must be 0),
 // completed calls repeated (a write run twice: must be 0), in-flight
 // calls re-sent (a put run again: allowed by its annotation), and
 // tool.interrupted events. Every job's events must come one attempt at a
-// time.
+// time; every succeeded job's reflected transcript lists the calls that
+// ran, in order, once each, under the key each ran with; no child of a
+// killed or stopped worker (MCP server, code process) outlives it.
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: skipped in -short mode")
 	}
 	t.Parallel()
 	cfg := soakSettings(t)
-	t.Logf("soak: %d jobs, %s of faults, seed %d (replay: %s=%d)", cfg.jobs, cfg.window, cfg.seed, soakSeedEnv, cfg.seed)
-	s := newSoak(t, cfg)
-	s.run()
+	// One after another: each has two workers, and the machine may have
+	// two cores.
+	for _, mode := range soakModes {
+		t.Run(mode, func(t *testing.T) {
+			cfg := cfg
+			cfg.mode = mode
+			t.Logf("soak %s: %d jobs, %s of faults, seed %d (replay: %s=%d go test -run TestSoak/%s)",
+				mode, cfg.jobs, cfg.window, cfg.seed, soakSeedEnv, cfg.seed, mode)
+			newSoak(t, cfg).run()
+		})
+	}
 }
 
+// soakModes are TestSoak's subtests: how a job makes its three calls.
+const (
+	// soakTools: the model calls write, put, write, one a round (full mode).
+	soakTools = "tools"
+	// soakCode: the model's one execute_code script calls them (code
+	// mode); a fault may kill the script's process.
+	soakCode = "code"
+	// soakClient: the model calls write, note, write, where note is a
+	// client tool of the job, answered by the test process.
+	soakClient = "client"
+)
+
+var soakModes = []string{soakTools, soakCode, soakClient}
+
 type soakConfig struct {
+	mode   string
 	jobs   int
 	window time.Duration
 	seed   uint64
@@ -130,6 +164,19 @@ type soak struct {
 	nWorkers int           // workers started, for their names
 
 	faults map[string]int
+
+	// The client tool's side (soakClient): each job's Serve, and the runs
+	// of its handler as the counter file has them ("note <arg> <key>").
+	serving    map[string]string // job id -> its secret, once served
+	serveStops []func()
+	notesMu    sync.Mutex
+	notes      []string
+
+	// seen is, by job, the tool results of each request the model
+	// answered with the job's final answer: what the model read, which
+	// the raw transcript must hold.
+	seenMu sync.Mutex
+	seen   map[string][][]string
 }
 
 func newSoak(t *testing.T, cfg soakConfig) *soak {
@@ -137,6 +184,8 @@ func newSoak(t *testing.T, cfg soakConfig) *soak {
 		t: t, cfg: cfg, dataDir: t.TempDir(), counter: filepath.Join(t.TempDir(), "calls"),
 		modelRNG: rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x5eed)),
 		faults:   map[string]int{},
+		seen:     map[string][][]string{},
+		serving:  map[string]string{},
 	}
 	// Bounded: the window, the settling, and room for a busy machine.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.window+s.settleTimeout()+2*time.Minute)
@@ -198,7 +247,6 @@ func newSoak(t *testing.T, cfg soakConfig) *soak {
 		"OPENAI_BASE_URL="+s.model.URL(),
 		"OPENAI_API_KEY=",
 		"JETAGENT_MCP_CONFIG="+mcpCfg,
-		"JETAGENT_TOOL_MODE=full",
 		// As crashWorkerEnv: a dead worker's job is back within two
 		// seconds, a live one heartbeats far more often.
 		"JETAGENT_ACK_WAIT=2s",
@@ -208,8 +256,61 @@ func newSoak(t *testing.T, cfg soakConfig) *soak {
 		// attempt answers): never so many that a job is dead-lettered.
 		"JETAGENT_MAX_DELIVER=100",
 		"JETAGENT_LOG_LEVEL=debug",
+		// Short enough that an answer lost in a NATS restart shows as a
+		// failed note call (soakClient checks there is none), long
+		// enough for a loaded machine.
+		"JETAGENT_CLIENT_TOOL_TIMEOUT=20s",
 	)
+	if cfg.mode == soakCode {
+		s.env = append(s.env, "JETAGENT_TOOL_MODE=code", "JETAGENT_CODE_SANDBOX=process")
+	} else {
+		s.env = append(s.env, "JETAGENT_TOOL_MODE=full")
+	}
 	return s
+}
+
+// steps are the tools of a job's three calls, in order.
+func (s *soak) steps() [3]string {
+	if s.cfg.mode == soakClient {
+		return [3]string{"write", "note", "write"}
+	}
+	return [3]string{"write", "put", "write"}
+}
+
+// soakScript is the code mode job's script: the three calls, each
+// failure caught, so that the script goes on as the model does.
+func soakScript(job string) string {
+	return fmt.Sprintf(`const out = [];
+for (const [tool, arg] of [["write", %q], ["put", %q], ["write", %q]]) {
+  try { out.push(await tools[tool]({arg})); } catch (e) { out.push(tool + " " + arg + ": " + e.message); }
+}
+return out.join("\n");`, job+"-1", job+"-2", job+"-3")
+}
+
+// noteSchema is the client tool's input schema (the counter's tools').
+var noteSchema = json.RawMessage(`{"type":"object","properties":{"arg":{"type":"string"}},"required":["arg"]}`)
+
+// note is the client tool's handler, on the submitter's side: written
+// down with the call's idempotency key, then held as the counter's calls
+// are.
+func (s *soak) note(ctx context.Context, name string, args json.RawMessage) (string, bool, error) {
+	var a struct {
+		Arg string `json:"arg"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return "", true, err
+	}
+	s.notesMu.Lock()
+	s.notes = append(s.notes, fmt.Sprintf("%s %s %s", name, a.Arg, journal.KeyFromContext(ctx)))
+	s.notesMu.Unlock()
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name + " " + a.Arg))
+	select {
+	case <-time.After(time.Duration(h.Sum32()%400) * time.Millisecond): // the call's own work
+	case <-ctx.Done():
+		return "", true, ctx.Err()
+	}
+	return name + " " + a.Arg + " ok", false, nil
 }
 
 // settleTimeout bounds waiting for every job once the faults stop.
@@ -220,15 +321,16 @@ func (s *soak) settleTimeout() time.Duration {
 // answer is the model: by the number of tool results in the history.
 func (s *soak) answer(req llmtest.RecordedRequest) llmtest.Reply {
 	var job string
-	results := 0
+	var read []string
 	for _, m := range req.Messages {
 		switch m.Role {
 		case llm.RoleUser:
 			job = m.Content
 		case llm.RoleTool:
-			results++
+			read = append(read, m.Content)
 		}
 	}
+	results := len(read)
 	s.modelMu.Lock()
 	delay := time.Duration(50+s.modelRNG.IntN(350)) * time.Millisecond
 	fail := s.modelRNG.Float64() < s.cfg.modelErrShare
@@ -245,19 +347,52 @@ func (s *soak) answer(req llmtest.RecordedRequest) llmtest.Reply {
 	// A model takes its time: jobs overlap, and faults find them mid-round.
 	ready := make(chan struct{})
 	time.AfterFunc(delay, func() { close(ready) })
-	call := func(tool, arg string) llmtest.Reply {
-		return llmtest.Reply{Block: ready, ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{
-			Name: tool, Arguments: fmt.Sprintf(`{"arg":%q}`, arg)}}}}
+	if results >= 3 || s.cfg.mode == soakCode && results > 0 {
+		s.seenMu.Lock()
+		s.seen[job] = append(s.seen[job], read)
+		s.seenMu.Unlock()
 	}
-	switch results {
-	case 0:
-		return call("write", job+"-1")
-	case 1:
-		return call("put", job+"-2")
-	case 2:
-		return call("write", job+"-3")
+	if s.cfg.mode == soakCode {
+		if results > 0 {
+			return llmtest.Reply{Block: ready, Content: "done " + job}
+		}
+		args, _ := json.Marshal(map[string]string{"code": soakScript(job)})
+		return llmtest.Reply{Block: ready, ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{
+			Name: agentloop.ToolExecuteCode, Arguments: string(args)}}}}
+	}
+	if results < 3 {
+		return llmtest.Reply{Block: ready, ToolCalls: []llm.ToolCall{{Function: llm.FunctionCall{
+			Name: s.steps()[results], Arguments: fmt.Sprintf(`{"arg":"%s-%d"}`, job, results+1)}}}}
 	}
 	return llmtest.Reply{Block: ready, Content: "done " + job}
+}
+
+// submit submits job id, with its client tool and the Serve answering it
+// in soakClient; an error is NATS restarting (the caller tries again).
+func (s *soak) submit(ctx context.Context, id string) error {
+	job := &jobs.Job{ID: id, Task: id}
+	if s.cfg.mode == soakClient {
+		// One secret and one Serve per job, kept across tries: a try whose
+		// answer was lost may have queued the job with its secret.
+		if s.serving[id] == "" {
+			secret, err := clienttools.NewSecret()
+			if err != nil {
+				return err
+			}
+			// As submit --local-mcp: Serve before the job is published,
+			// on the submitter's connection, until the job settles.
+			stop, err := clienttools.Serve(s.ctx, s.nc, id, secret, s.note, clienttools.Options{})
+			if err != nil {
+				return err
+			}
+			s.serving[id] = secret
+			s.serveStops = append(s.serveStops, stop)
+		}
+		job.ClientSecret = s.serving[id]
+		job.ClientTools = []clienttools.Decl{{Name: "note", Description: "Note (a side effect, on the submitter's side).", InputSchema: noteSchema}}
+	}
+	_, err := s.client.Submit(ctx, job)
+	return err
 }
 
 func soakJobID(i int) string { return fmt.Sprintf("soak-%04d", i) }
@@ -300,7 +435,7 @@ func (s *soak) run() {
 			id := soakJobID(i)
 			for {
 				ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-				_, err := s.client.Submit(ctx, &jobs.Job{ID: id, Task: id})
+				err := s.submit(ctx, id)
 				cancel()
 				if err == nil {
 					submitted = append(submitted, id)
@@ -323,18 +458,89 @@ func (s *soak) run() {
 	s.ensureWorkers()
 
 	states := s.settle(submitted)
+	for _, stop := range s.serveStops {
+		stop()
+	}
 	trails := s.trails(submitted)
 	s.report(submitted, submitRetries, states, trails)
 
 	for _, w := range append([]*soakWorker(nil), s.workers...) {
 		s.stopWorker(w)
 	}
+	codeChildren := 0
 	for _, w := range s.gone {
+		codeChildren += w.codeChildren
 		w.checkChildrenExit(t)
 		if strings.Contains(w.readLog(), "WARNING: DATA RACE") {
 			t.Errorf("worker %s reported a data race (log %s)", w.name, w.logPath)
 		}
 	}
+	s.checkNoStrayCodeChildren()
+	if s.cfg.mode == soakCode {
+		t.Logf("code processes running when their worker was killed or stopped: %d (each had to exit)", codeChildren)
+	}
+}
+
+// checkNoStrayCodeChildren fails for a code-mode process of this test
+// binary whose parent is not one (a worker's, killed before the listing
+// of its children saw it: it was reparented). Those of other tests of
+// this binary have their test process as parent.
+func (s *soak) checkNoStrayCodeChildren() {
+	self, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, pid := range codeProcesses(s.t, self) {
+		if pp := parentPID(pid); pp != 0 {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pp)); exe == self {
+				continue
+			}
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // gone
+		}
+		if !exited(fd, 10*time.Second) {
+			s.t.Errorf("code process %d of a gone worker still runs, parent now %d", pid, parentPID(pid))
+		}
+		_ = unix.Close(fd)
+	}
+}
+
+// codeProcesses lists the running code-mode children (codemode.ChildEnv
+// set) of the binary exe.
+func codeProcesses(t *testing.T, exe string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if x, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); x == exe && isCodeProcess(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// isCodeProcess reports whether pid is a code-mode child (its whole
+// environment is codemode's: the marker among it).
+func isCodeProcess(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if kv == codemode.ChildEnv+"=1" {
+			return true
+		}
+	}
+	return false
 }
 
 // inject draws faults until the deadline, one at a time, at random
@@ -353,7 +559,19 @@ func (s *soak) inject(until time.Time) {
 		}
 		s.ensureWorkers()
 		w := s.workers[rng.IntN(len(s.workers))]
-		switch rng.IntN(3) {
+		kinds := 3
+		if s.cfg.mode == soakCode {
+			kinds = 4 // and the code's process killed
+			// A script runs for a second at most: a worker running one,
+			// when one does, so that a kill finds one more often.
+			for _, x := range s.workers {
+				if slices.ContainsFunc(childPIDs(s.t, x.cmd.Process.Pid), isCodeProcess) {
+					w = x
+					break
+				}
+			}
+		}
+		switch rng.IntN(kinds) {
 		case 0:
 			s.faults["worker kill"]++
 			s.killWorker(w)
@@ -362,7 +580,12 @@ func (s *soak) inject(until time.Time) {
 			s.faults["NATS restart"]++
 			s.restartNATS(time.Duration(100+rng.IntN(1900)) * time.Millisecond)
 		case 2:
-			pids := childPIDs(s.t, w.cmd.Process.Pid)
+			var pids []int
+			for _, pid := range childPIDs(s.t, w.cmd.Process.Pid) {
+				if !isCodeProcess(pid) {
+					pids = append(pids, pid)
+				}
+			}
 			if len(pids) == 0 {
 				s.faults["MCP kill (none running)"]++
 				continue
@@ -371,6 +594,19 @@ func (s *soak) inject(until time.Time) {
 			for _, pid := range pids {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
+		case 3:
+			var pids []int
+			for _, pid := range childPIDs(s.t, w.cmd.Process.Pid) {
+				if isCodeProcess(pid) {
+					pids = append(pids, pid)
+				}
+			}
+			if len(pids) == 0 {
+				s.faults["code process kill (none running)"]++
+				continue
+			}
+			s.faults["code process kill"]++
+			_ = syscall.Kill(pids[rng.IntN(len(pids))], syscall.SIGKILL)
 		}
 	}
 }
@@ -532,7 +768,13 @@ func (s *soak) report(submitted []string, submitRetries int, states map[string]*
 	}
 
 	runs := soakCalls(t, s.counter)
-	var repeated, resent, writes, puts int
+	s.notesMu.Lock()
+	for _, l := range s.notes {
+		f := strings.SplitN(l, " ", 3)
+		runs[f[0]+" "+f[1]] = append(runs[f[0]+" "+f[1]], f[2])
+	}
+	s.notesMu.Unlock()
+	var repeated, resent, writes, puts, notes int
 	for call, keys := range runs {
 		tool, arg, _ := strings.Cut(call, " ")
 		job := arg[:max(0, strings.LastIndexByte(arg, '-'))]
@@ -556,7 +798,37 @@ func (s *soak) report(submitted []string, submitRetries int, states map[string]*
 		case "put":
 			puts++
 			resent += len(keys) - 1
+		case "note":
+			// A client tool is never sent again (it has no hints), and
+			// Serve runs a request id once.
+			notes++
+			if n := len(keys); n > 1 {
+				repeated += n - 1
+				t.Errorf("client tool call note(%s) ran %d times", arg, n)
+				problems = append(problems, job)
+			}
 		}
+	}
+
+	// The reflected transcripts: the calls that ran, once each, in order.
+	var complete, noAnswer int
+	for _, id := range submitted {
+		if st := states[id]; st == nil || st.Status != jobs.StatusSucceeded {
+			continue
+		}
+		all, lostAnswers, ok := s.checkTranscript(id, runs)
+		if !ok {
+			problems = append(problems, id)
+		}
+		if all {
+			complete++
+		}
+		noAnswer += lostAnswers
+	}
+	if noAnswer > 0 {
+		// The worker asks again after each reconnection and Serve answers
+		// again: no answer is lost in a NATS restart.
+		t.Errorf("%d client tool calls went unanswered", noAnswer)
 	}
 
 	var faults []string
@@ -566,10 +838,11 @@ func (s *soak) report(submitted []string, submitRetries int, states map[string]*
 	sort.Strings(faults)
 	t.Logf("soak seed %d, %d jobs, %s window: submitted %d, succeeded %d, failed %d, dead-lettered %d, lost %d; "+
 		"completed calls repeated %d, in-flight calls re-sent %d, interrupted %d, resumed %d; "+
-		"distinct writes %d of %d, puts %d of %d; faults: %s, model errors %d of %d requests; submit retries %d",
+		"distinct writes %d of %d, %ss %d of %d; transcripts with all three calls %d of %d succeeded; "+
+		"faults: %s, model errors %d of %d requests; submit retries %d",
 		s.cfg.seed, s.cfg.jobs, s.cfg.window, len(submitted), succeeded, failed, dead, lost,
 		repeated, resent, interrupted, resumed,
-		writes, 2*len(submitted), puts, len(submitted), strings.Join(faults, ", "),
+		writes, 2*len(submitted), s.steps()[1], puts+notes, len(submitted), complete, succeeded, strings.Join(faults, ", "),
 		s.modelErrors.Load(), len(s.model.Requests()), submitRetries)
 	if len(submitted) != s.cfg.jobs {
 		t.Errorf("submitted %d of %d jobs", len(submitted), s.cfg.jobs)
@@ -586,6 +859,113 @@ func (s *soak) report(submitted []string, submitRetries int, states map[string]*
 	if t.Failed() {
 		s.showLogs(problems)
 	}
+}
+
+// checkTranscript checks job id's reflected transcript against the runs
+// (soakCalls): its calls of the three tools are the job's steps in order,
+// each at most once; each call that ran is there, under the key it ran
+// with (the job and the call's id), and each call answered without an
+// error ran. all: the three are there; noAnswer: client tool calls that
+// got no answer.
+func (s *soak) checkTranscript(id string, runs map[string][]string) (all bool, noAnswer int, ok bool) {
+	t := s.t
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	b, err := s.client.Transcript(ctx, id, false)
+	if err != nil {
+		t.Errorf("job %s: reflected transcript: %v", id, err)
+		return false, 0, false
+	}
+	var tr jobs.Transcript
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Errorf("job %s: reflected transcript: %v", id, err)
+		return false, 0, false
+	}
+	before := t.Failed()
+	checkCoherent(t, "job "+id+" reflected transcript", tr.Messages)
+	ok = t.Failed() == before
+	results := map[string]string{}
+	for _, m := range tr.Messages {
+		if m.Role == llm.RoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	steps := s.steps()
+	listed := map[int]string{} // step -> call id
+	last := 0
+	var got []string
+	for _, m := range tr.Messages {
+		for _, c := range m.ToolCalls {
+			var a struct {
+				Arg string `json:"arg"`
+			}
+			_ = json.Unmarshal([]byte(c.Function.Arguments), &a)
+			got = append(got, c.Function.Name+"("+a.Arg+")")
+			n, _ := strconv.Atoi(strings.TrimPrefix(a.Arg, id+"-"))
+			if n < 1 || n > 3 || steps[n-1] != c.Function.Name || n <= last {
+				ok = false
+				continue
+			}
+			last = n
+			listed[n] = c.ID
+			out := results[c.ID]
+			if strings.Contains(out, clienttools.ErrNoAnswer.Error()) {
+				noAnswer++
+			}
+			if !strings.HasPrefix(out, "Error") && len(runs[c.Function.Name+" "+a.Arg]) == 0 {
+				t.Errorf("job %s: the transcript's %s(%s) answered %q, but it never ran", id, c.Function.Name, a.Arg, out)
+				ok = false
+			}
+		}
+	}
+	if !ok {
+		t.Errorf("job %s: reflected calls %v, want %s(%s-1), %s(%s-2), %s(%s-3) in order, each at most once",
+			id, got, steps[0], id, steps[1], id, steps[2], id)
+	}
+	for n, tool := range steps {
+		keys := runs[fmt.Sprintf("%s %s-%d", tool, id, n+1)]
+		if len(keys) == 0 {
+			continue
+		}
+		callID, in := listed[n+1]
+		if !in {
+			t.Errorf("job %s: %s(%s-%d) ran but is not in the reflected transcript %v", id, tool, id, n+1, got)
+			ok = false
+			continue
+		}
+		if want := id + "/" + callID; keys[0] != want {
+			t.Errorf("job %s: %s(%s-%d) ran under key %q, the transcript's call is %q", id, tool, id, n+1, keys[0], want)
+			ok = false
+		}
+	}
+	// The raw transcript: the tool results as the model read them.
+	raw, err := s.client.Transcript(ctx, id, true)
+	if err != nil {
+		t.Errorf("job %s: raw transcript: %v", id, err)
+		return len(listed) == 3, noAnswer, false
+	}
+	var rtr jobs.Transcript
+	if err := json.Unmarshal(raw, &rtr); err != nil {
+		t.Errorf("job %s: raw transcript: %v", id, err)
+		return len(listed) == 3, noAnswer, false
+	}
+	var stored []string
+	for _, m := range rtr.Messages {
+		if m.Role == llm.RoleTool {
+			stored = append(stored, m.Content)
+		}
+	}
+	s.seenMu.Lock()
+	seen := s.seen[id]
+	s.seenMu.Unlock()
+	for _, read := range seen {
+		if !slices.Equal(read, stored) {
+			t.Errorf("job %s: the raw transcript's tool results\n %q\nare not what the model read before its final answer\n %q", id, stored, read)
+			ok = false
+			break
+		}
+	}
+	return len(listed) == 3, noAnswer, ok
 }
 
 // soakCalls reads the counter file: "<tool> <arg>" -> the idempotency
@@ -647,9 +1027,10 @@ type soakWorker struct {
 	ready   chan struct{} // closed when it logs "worker ready"
 	done    chan struct{} // closed when it has exited; err is its exit
 	err     error
-	// children are its MCP servers when it was killed or stopped, with
-	// pidfds so a reused pid cannot fool us.
-	children map[int]int
+	// children are its MCP servers and code processes when it was killed
+	// or stopped, with pidfds so a reused pid cannot fool us.
+	children     map[int]int
+	codeChildren int // of children
 }
 
 func (s *soak) startWorker() *soakWorker {
@@ -744,11 +1125,14 @@ func (w *soakWorker) recordChildren(t *testing.T) {
 		}
 		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 			w.children[pid] = fd
+			if isCodeProcess(pid) {
+				w.codeChildren++
+			}
 		}
 	}
 }
 
-// checkChildrenExit fails for each MCP server of the (gone) worker still
+// checkChildrenExit fails for each child of the (gone) worker still
 // running a few seconds later.
 func (w *soakWorker) checkChildrenExit(t *testing.T) {
 	for pid, fd := range w.children {
