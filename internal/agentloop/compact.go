@@ -46,8 +46,8 @@ var contextPhrases = []string{
 // too long for the model's context window.
 func contextExceeded(err error) bool {
 	var apiErr *llm.APIError
-	if !errors.As(err, &apiErr) || apiErr.Status < 400 || apiErr.Status >= 500 {
-		return false
+	if !errors.As(err, &apiErr) || apiErr.Status < 400 || apiErr.Status >= 500 || apiErr.Status == 429 {
+		return false // 429: a rate limit ("tokens per minute") is not the window; cutting history would not lift it
 	}
 	if apiErr.Code == "context_length_exceeded" {
 		return true
