@@ -208,6 +208,10 @@ func (c *cli) batch(f *jobFlags, base *jobs.Job) (int, error) {
 		}
 	}
 	in := c.stdin
+	if f.file == "-" && isTerminal(in) {
+		// Nothing said submit was reading the terminal: it looked hung.
+		fmt.Fprintln(c.stderr, "submit: reading the batch from the terminal, one job a line; end it with Ctrl-D")
+	}
 	if f.file != "-" {
 		file, err := os.Open(f.file)
 		if err != nil {

@@ -319,6 +319,9 @@ func (c *cli) submit(f *jobFlags, pos []string) (int, error) {
 		if f.file == "-" {
 			return 0, usagef("--job - and --file - both read stdin: give one of them a file")
 		}
+		if isTerminal(c.stdin) { // nothing said submit was reading the terminal: it looked hung
+			fmt.Fprintln(c.stderr, "submit: reading the job (JSON) from the terminal; end it with Ctrl-D")
+		}
 		if jobData, err = io.ReadAll(c.stdin); err != nil {
 			return 0, fmt.Errorf("--job -: %w", err)
 		}
