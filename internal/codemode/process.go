@@ -318,8 +318,14 @@ func (pc *procCall) died(werr error, calls int) Output {
 	msg := pc.stderr.firstLine()
 	var ee *exec.ExitError
 	killed := errors.As(werr, &ee) && ee.ProcessState != nil && ee.String() == "signal: killed"
-	if outOfMemory(msg) || killed {
-		return Output{Calls: calls, Err: limitErr("memory", "execution stopped: the code's process ran out of memory (its limit is %d MiB; %s)", procMemory(pc.lim)>>20, firstNonEmpty(msg, fmt.Sprint(werr)))}
+	if outOfMemory(msg) {
+		return Output{Calls: calls, Err: limitErr("memory", "execution stopped: the code's process ran out of memory (its limit is %d MiB; %s)", procMemory(pc.lim)>>20, msg)}
+	}
+	if killed {
+		// Most often the kernel's out-of-memory killer, but an operator's
+		// kill -9 too: said as it is, with the likelier cause.
+		return Output{Calls: calls, Err: limitErr("memory", "execution stopped: the code's process was killed (SIGKILL), most often by the system's "+
+			"out-of-memory killer: use less memory (the process's own limit is %d MiB)", procMemory(pc.lim)>>20)}
 	}
 	if err := pc.ctx.Err(); err != nil {
 		return Output{Calls: calls, Err: fmt.Errorf("execution cancelled: %w", context.Cause(pc.ctx))}

@@ -161,6 +161,8 @@ func TestProcessChildFailures(t *testing.T) {
 		// limit refused depend on the allocation: each is the memory limit.
 		{"out of memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: out of memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 2304 MiB; fatal error: out of memory)"},
 		{"cannot allocate memory", Process{Path: "/bin/sh", Args: []string{"-c", "echo 'fatal error: runtime: cannot allocate memory' >&2; exit 2"}}, "the code's process ran out of memory (its limit is 2304 MiB; fatal error: runtime: cannot allocate memory)"},
+		// SIGKILL: most often the kernel's OOM killer, but not always.
+		{"killed", Process{Path: "/bin/sh", Args: []string{"-c", "kill -9 $$"}}, "the code's process was killed (SIGKILL), most often by the system's out-of-memory killer"},
 		{"writes what is not JSON", Process{Path: "/bin/sh", Args: []string{"-c", "echo hello; cat >/dev/null"}}, "a message of the code's process is not JSON"},
 		{"the test binary itself", Process{Path: self}, ""},
 	} {
