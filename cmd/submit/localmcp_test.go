@@ -216,3 +216,32 @@ func TestLocalMCPInterrupted(t *testing.T) {
 		t.Errorf("cancel %+v", c)
 	}
 }
+
+// TestLocalMCPWithoutTools: --local-mcp with a file whose servers are all
+// disabled, or that names none, queued the job with a client secret and
+// no client tools, without a word: the model did without the tools asked
+// for (as with a server that failed to start, which is refused). Refused
+// now, before anything is queued.
+func TestLocalMCPWithoutTools(t *testing.T) {
+	startWorker(t)
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, cfg string }{
+		{"every server disabled", `{"mcpServers": {"x": {"command": "true", "disabled": true}}}`},
+		{"no server", `{"mcpServers": {}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			if err := os.WriteFile(p, []byte(tc.cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			id := "no-tools-" + strings.ReplaceAll(tc.name, " ", "-")
+			res := submitCmd(t, "", "--id", id, "--local-mcp", p, "echo:hi")
+			if res.code != exitFailed || !strings.Contains(res.stderr, "--local-mcp "+p+" offers no tools") {
+				t.Errorf("%+v", res)
+			}
+			if st := submitCmd(t, "", "status", id); st.code != exitFailed {
+				t.Errorf("the job was queued: %+v", st)
+			}
+		})
+	}
+}

@@ -669,6 +669,13 @@ func (c *cli) serveLocalMCP(job *jobs.Job, path string) (stop func(), err error)
 		return nil, err
 	}
 	decls := clienttools.LocalMCPDecls(view)
+	if len(decls) == 0 {
+		// The job was queued with none, and the model did without the
+		// tools asked for, as with a server that failed to start.
+		closeView()
+		return nil, fmt.Errorf("--local-mcp %s offers no tools (no server enabled, or none lists a tool): "+
+			"enable one that does, or drop --local-mcp", path)
+	}
 	// The worker dead-letters a job whose declarations break these limits;
 	// say so before publishing.
 	if err := clienttools.ValidateDecls(decls, agentrun.DeclLimits()); err != nil {
