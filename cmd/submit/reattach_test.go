@@ -81,8 +81,9 @@ func (r *twoCallRunner) Run(ctx context.Context, job *jobs.Job, env jobs.RunEnv)
 // first client tool call was answered, and returns a kill that SIGKILLs it
 // (a crash, a closed terminal) and waits until the NATS server dropped
 // its subscription to the job's client tool requests: the job goes on
-// without it.
-func submitChild(t *testing.T, nc *nats.Conn, p *callPlan, id string, args ...string) (kill func()) {
+// without it; or, for a child left to follow the job to its end, exited,
+// which waits for it to exit 0 and returns what it wrote.
+func submitChild(t *testing.T, nc *nats.Conn, p *callPlan, id string, args ...string) (kill func(), exited func() string) {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
 	b, err := json.Marshal(append([]string{"--id", id}, args...))
@@ -105,7 +106,23 @@ func submitChild(t *testing.T, nc *nats.Conn, p *callPlan, id string, args ...st
 		_ = cmd.Wait()
 		t.Fatalf("the first call was not answered\n%s", out.String())
 	}
-	return func() {
+	exited = func() string {
+		t.Helper()
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Errorf("submit: %v\n%s", err, out.String())
+			}
+		case <-time.After(60 * time.Second):
+			_ = cmd.Process.Kill()
+			<-waited
+			t.Errorf("submit did not exit once its job ended\n%s", out.String())
+		}
+		return out.String()
+	}
+	kill = func() {
 		t.Helper()
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
@@ -127,6 +144,7 @@ func submitChild(t *testing.T, nc *nats.Conn, p *callPlan, id string, args ...st
 			}
 		}
 	}
+	return kill, exited
 }
 
 // TestLocalMCPReattach: a submit --local-mcp killed while its job ran
@@ -152,7 +170,7 @@ func TestLocalMCPReattach(t *testing.T) {
 
 	t.Run("attached again", func(t *testing.T) {
 		p := r.plan("reattach-1", 30*time.Second)
-		kill := submitChild(t, nc, p, "reattach-1", "--queue", "reattach", "--local-mcp", cfg, "shout")
+		kill, _ := submitChild(t, nc, p, "reattach-1", "--queue", "reattach", "--local-mcp", cfg, "shout")
 		st, err := cl.Status(ctx, "reattach-1")
 		if err != nil {
 			t.Fatal(err)
@@ -183,8 +201,8 @@ func TestLocalMCPReattach(t *testing.T) {
 
 	t.Run("the first still running", func(t *testing.T) {
 		p := r.plan("reattach-2", 30*time.Second)
-		kill := submitChild(t, nc, p, "reattach-2", "--queue", "reattach", "--local-mcp", cfg, "shout")
-		defer kill()
+		// Not killed: it follows the job to its end, as the watch does.
+		_, exited := submitChild(t, nc, p, "reattach-2", "--queue", "reattach", "--local-mcp", cfg, "shout")
 		stderr := &signalWriter{want: "answering the client tools of job reattach-2", seen: make(chan struct{})}
 		done := make(chan int, 1)
 		var stdout strings.Builder
@@ -201,11 +219,15 @@ func TestLocalMCPReattach(t *testing.T) {
 			!strings.Contains(stderr.String(), "warning: something already listens on agent.client.reattach-2") {
 			t.Errorf("exit %d, answer %q\n%s", code, stdout.String(), stderr)
 		}
+		if out := exited(); !strings.Contains(out, "ONE TWO\n") {
+			t.Errorf("the first submit:\n%s", out)
+		}
 	})
 
 	t.Run("not attached", func(t *testing.T) {
 		p := r.plan("reattach-3", time.Second)
-		submitChild(t, nc, p, "reattach-3", "--queue", "reattach", "--local-mcp", cfg, "shout")()
+		kill, _ := submitChild(t, nc, p, "reattach-3", "--queue", "reattach", "--local-mcp", cfg, "shout")
+		kill()
 		close(p.release)
 		var stdout, stderr strings.Builder
 		code := run(ctx, []string{"watch", "reattach-3"}, strings.NewReader(""), &stdout, &stderr)
