@@ -26,6 +26,10 @@ func TestEscapedJobMeasuredAsPublished(t *testing.T) {
 	}{
 		{"fits", fits, 0, strings.Repeat("é", 1000)},
 		{"too large as published", tooLarge, exitFailed, "job too large: 4268 bytes, limit 4096 (the size is the job as published"},
+		// Over six times the limit as written: refused as written, naming
+		// the limit set (it said "limit 24576", six times it).
+		{"too large as written", `{"task":"echo:` + strings.Repeat("a", 6*4096) + `"}`, exitFailed,
+			"job too large: 24592 bytes as written, over six times the limit of 4096 bytes as published (JETAGENT_MAX_JOB_BYTES"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")

@@ -489,6 +489,13 @@ func (c *cli) decodeJob(data []byte, taskElsewhere bool) (*jobs.Job, error) {
 		}
 	}
 	if _, err := c.validator.DecodeJob(probe); err != nil {
+		if errors.Is(err, jobs.ErrTooLarge) {
+			// The validator's limit is writtenLimit's, which named as the
+			// limit read as if JETAGENT_MAX_JOB_BYTES were six times what
+			// it is.
+			return nil, fmt.Errorf("%w: %d bytes as written, over six times the limit of %d bytes as published "+
+				"(JETAGENT_MAX_JOB_BYTES; a \\uXXXX escape is six bytes for one)", jobs.ErrTooLarge, len(data), c.settings.MaxJobBytes)
+		}
 		return nil, err
 	}
 	var j jobs.Job
