@@ -595,13 +595,21 @@ func tools(args []string, stdout, stderr io.Writer) error {
 				mine = append(mine, t)
 			}
 		}
-		name := terminalSafe(st.Name)
+		name, why := terminalSafe(st.Name), ""
 		if st.Error != "" {
-			name += " (" + terminalSafe(strings.TrimSpace(st.Error)) + ")"
+			why = terminalSafe(strings.TrimSpace(st.Error))
+			// The text table names the state only: an error (a server's
+			// stderr) in its first column padded every row to its width.
+			if *md {
+				name += " (" + why + ")"
+			} else {
+				name += " (" + string(st.State) + ")"
+				why = ": " + why
+			}
 		}
 		if !*md {
 			// What the model sees of each tool in deferred mode.
-			fmt.Fprintf(stdout, "%s: %s, %d tools\n", terminalSafe(st.Name), st.State, len(mine))
+			fmt.Fprintf(stdout, "%s: %s, %d tools%s\n", terminalSafe(st.Name), st.State, len(mine), why)
 			for _, t := range mine {
 				fmt.Fprintf(stdout, "  %-32s %s\n", terminalSafe(t.Name), terminalSafe(agentloop.OneLine(t.Description)))
 			}
