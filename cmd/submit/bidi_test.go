@@ -49,6 +49,7 @@ func TestShownBidiControls(t *testing.T) {
 	writeTranscript(&transcript, &jobs.Transcript{JobID: "j", Messages: []llm.Message{
 		{Role: llm.RoleUser, Content: "line one\n\tline two " + trojan},
 		{Role: llm.RoleTool, Name: "cat" + trojan, Content: trojan},
+		{Role: llm.RoleTool, Name: "type", Content: "one\r\ntwo\r\n\rthree"},
 	}})
 	for _, tc := range []struct{ name, got, want string }{
 		{"tool.result output", formatEvent(jobs.Event{Type: "tool.result", Round: 1, Time: time.Now(),
@@ -60,6 +61,8 @@ func TestShownBidiControls(t *testing.T) {
 		{"an unknown event", formatEvent(jobs.Event{Type: "custom", Time: time.Now(), Data: data(map[string]any{"x": trojan})}), `"x":"safe`},
 		{"oneLine", oneLine(trojan, 200), "safe\uFFFD]0;pwned\uFFFD rm -rf ~ \uFFFDexe.txt"},
 		{"transcript", transcript.String(), "user: line one\n\tline two safe\uFFFD"},
+		// A CRLF line end is a newline; a CR alone still overwrites.
+		{"CRLF line ends", transcript.String(), "tool type: one\ntwo\n\uFFFDthree\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -27,11 +27,14 @@ func oneLine(s string, n int) string {
 // that overwrites the line) and bidirectional controls (U+202E and the
 // like reorder the text after them, Trojan Source style: an answer or a
 // tool's output read otherwise than it is) are shown as U+FFFD, not sent;
-// worker tools escapes the same runes. Newlines and tabs are kept.
+// worker tools escapes the same runes. Newlines and tabs are kept, and a
+// CRLF line end (a Windows tool's output) is a newline: its CR overwrites
+// nothing, and every line of such an output ended in U+FFFD.
 func shown(s string) string {
 	if !strings.ContainsFunc(s, obeyed) {
 		return s
 	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
 	return strings.Map(func(r rune) rune {
 		if obeyed(r) {
 			return '\uFFFD'
