@@ -901,6 +901,18 @@ func (s *soak) checkTranscript(id string, runs map[string][]string) (all bool, n
 			}
 			_ = json.Unmarshal([]byte(c.Function.Arguments), &a)
 			got = append(got, c.Function.Name+"("+a.Arg+")")
+			if c.Function.Name == agentloop.ToolExecuteCode {
+				// Left as it is by reflection only when it made no call:
+				// its script ended before the first (its process killed,
+				// or not started), which the model read as an error.
+				if out := results[c.ID]; !strings.HasPrefix(out, "Error") {
+					t.Errorf("job %s: execute_code left in the reflected transcript, though it answered %q", id, out)
+					ok = false
+				} else {
+					t.Logf("job %s: execute_code made no call: %.200s", id, out)
+				}
+				continue
+			}
 			n, _ := strconv.Atoi(strings.TrimPrefix(a.Arg, id+"-"))
 			if n < 1 || n > 3 || steps[n-1] != c.Function.Name || n <= last {
 				ok = false

@@ -103,11 +103,11 @@ func TestCodeWallTimeDuringInnerCall(t *testing.T) {
 	ts := testServer{meetWant: 2, meetAll: make(chan struct{})} // meet waits for a second meet that never comes
 	tools := newToolSet(t, &ts, false)
 	s := llmtest.NewServer(t,
-		toolReply(call(agentloop.ToolExecuteCode, `{"code":"await tools.echo({text:'a'}); await tools.meet({id:'x'})"}`)),
+		toolReply(call(agentloop.ToolExecuteCode, `{"code":"await tools.meet({id:'x'})"}`)),
 		textReply("done"),
 	)
 	cfg := agentloop.Config{}
-	cfg.CodeLimits.WallTime = time.Second
+	cfg.CodeLimits.WallTime = 3 * time.Second // the call starts well within it, even on a busy machine
 	res, err := newLoop(t, s, cfg).Run(t.Context(), agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeCode})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestCodeWallTimeDuringInnerCall(t *testing.T) {
 		}
 	}
 	const note = "Error: the code's execution ended while this call ran: it did not finish, and may or may not have taken effect"
-	if results["echo"] != "a" || !strings.HasPrefix(results["meet"], note) {
-		t.Errorf("reflected results %q, want echo's a, and meet's %q", results, note)
+	if !strings.HasPrefix(results["meet"], note) {
+		t.Errorf("reflected results %q, want meet's %q", results, note)
 	}
 }
