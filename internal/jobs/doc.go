@@ -9,8 +9,13 @@
 //   - events: stream AGENT_EVENTS (Limits, MaxAge), subjects
 //     agent.events.<job_id>.<type>, Nats-Msg-Id <job_id>.<attempt>.<seq>.
 //   - state: KV bucket AGENT_STATE, key <job_id>, compare-and-swap updates.
-//   - transcripts: object store AGENT_TRANSCRIPTS, <job_id> (reflected),
-//     <job_id>.raw (raw) and <job_id>.checkpoint.
+//   - transcripts: object store AGENT_TRANSCRIPTS, <job_id> (reflected)
+//     and <job_id>.raw (raw); also the journal's values too large for a
+//     message (<job_id>.journal.<entry>, <job_id>.checkpoint) and the data
+//     of events too large for one (<job_id>.event.<attempt>.<seq>).
+//   - journal: KV bucket AGENT_JOURNAL, keys <job_id>.j.<entry> (a
+//     running job's calls) and <job_id>.cp (its checkpoint), from which
+//     another attempt resumes; purged when the job ends.
 //   - dead letters: stream AGENT_DLQ, subjects agent.dlq.<queue>: the
 //     original payload with a Jetagent-Reason header.
 //   - cancel: core NATS request on agent.cancel.<job_id>.
