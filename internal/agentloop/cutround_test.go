@@ -38,39 +38,8 @@ func TestCancelDuringCodeInnerCall(t *testing.T) {
 				toolReply(call(agentloop.ToolExecuteCode, `{"code":"await tools.echo({text:'a'}); await tools.meet({id:'x'}); await tools.echo({text:'z'})"}`)),
 				textReply("never asked"),
 			)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			runCtx, end := context.Context(ctx), cancel
-			if tc.timeout {
-				d := newExpiringContext(ctx)
-				runCtx, end = d, d.expire
-			}
-			started := make(chan struct{}, 1)
-			sink := agentloop.SinkFunc(func(_ context.Context, e agentloop.Event) {
-				if e.Type == agentloop.EventToolCall && e.Data["name"] == "meet" {
-					started <- struct{}{}
-				}
-			})
-			done := make(chan struct{})
-			var (
-				res *agentloop.Result
-				err error
-			)
-			go func() {
-				defer close(done)
-				res, err = newLoop(t, s, agentloop.Config{}).Run(runCtx, agentloop.Input{Task: "go", Tools: tools, Sink: sink, Mode: agentloop.ModeCode})
-			}()
-			select {
-			case <-started:
-			case <-time.After(10 * time.Second):
-				t.Fatal("meet never called")
-			}
-			end()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("Run did not return after the context ended during an inner call")
-			}
+			res, err := runUntilMeet(t, newLoop(t, s, agentloop.Config{}), tc.timeout,
+				agentloop.Input{Task: "go", Tools: tools, Mode: agentloop.ModeCode})
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("err = %v", err)
 			}
