@@ -3,8 +3,6 @@ package clienttools
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -71,19 +69,5 @@ func keyView(t *testing.T, got chan<- string) *toolcache.View {
 		got <- k
 		return mcp.NewToolResultText("ok"), nil
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := toolcache.NewPool(ctx, toolcache.Config{},
-		toolcache.WithInProcessServer("local", srv, toolcache.ServerConfig{}),
-		toolcache.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	v, err := p.View("submitter", nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = v.Close() })
-	return v
+	return serverView(t, srv)
 }

@@ -29,6 +29,13 @@ func localView(t *testing.T) *toolcache.View {
 			}
 			return mcp.NewToolResultText(strings.ToUpper(text)), nil
 		})
+	return serverView(t, srv)
+}
+
+// serverView is a --local-mcp pool's view of srv, served in process as
+// the server "local".
+func serverView(t *testing.T, srv *mcpserver.MCPServer) *toolcache.View {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := toolcache.NewPool(ctx, toolcache.Config{},
