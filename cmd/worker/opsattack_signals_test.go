@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,6 +31,13 @@ func TestSIGHUPStopsGracefully(t *testing.T) {
 	t.Parallel()
 	t.Run("graceful", func(t *testing.T) {
 		t.Parallel()
+		if signal.Ignored(syscall.SIGHUP) {
+			// go test itself under nohup: the worker would inherit the
+			// ignored SIGHUP and rightly keep ignoring it. A caught
+			// signal is reset to the default in a child, an ignored one
+			// is not; the channel absorbs this process's own.
+			signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*natstest.WaitTimeout)
 		defer cancel()
 		release := make(chan struct{})
