@@ -139,7 +139,7 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 	defer c.states.release(j.ID)
 	// Retried while the state bucket cannot be reached (a cluster node
 	// restarting, its group electing a leader): one try failed the submit.
-	st, err := c.states.updateRetried(ctx, j.ID, func(cur *State) (*State, error) {
+	st, err := c.states.updateRetriedFull(ctx, j.ID, func(cur *State) (*State, error) {
 		if cur != nil {
 			// A try whose answer was lost wrote this one: still ours.
 			created = created && cur.Status == StatusQueued && cur.CreatedAt.Equal(now)
@@ -147,7 +147,7 @@ func (c *Client) Submit(ctx context.Context, job *Job) (*Receipt, error) {
 		}
 		created = true
 		return &State{ID: j.ID, Queue: j.Queue, Status: StatusQueued, Task: summary(j.Task), CreatedAt: now}, nil
-	})
+	}, true)
 	var bad *badStateError
 	if errors.As(err, &bad) {
 		// Whether a job of the id ran cannot be told: not taken over.

@@ -235,6 +235,14 @@ func (d decided) Unwrap() error { return d.err }
 // fails on the revision, and f is called on a fresh read): f must
 // recognise its own write there and return nil, nil.
 func (s *stateStore) updateRetried(ctx context.Context, id string, f func(cur *State) (*State, error)) (*State, error) {
+	return s.updateRetriedFull(ctx, id, f, false)
+}
+
+// updateRetriedFull is updateRetried; with fullIsFinal a full store ends
+// it at once: a submitter is told so then, rather than after the whole
+// bound as "state store unavailable" (the store answered; a worker's
+// transitions, which free room as jobs end, keep trying).
+func (s *stateStore) updateRetriedFull(ctx context.Context, id string, f func(cur *State) (*State, error), fullIsFinal bool) (*State, error) {
 	ctx, cancel := context.WithTimeout(ctx, stateOpBound)
 	defer cancel()
 	var out *State
@@ -259,6 +267,10 @@ func (s *stateStore) updateRetried(ctx context.Context, id string, f func(cur *S
 		}
 		last = err
 		var bad *badStateError
+		var apiErr *jetstream.APIError
+		if fullIsFinal && errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources {
+			return backoff.Permanent(decided{err})
+		}
 		if errors.Is(err, nats.ErrConnectionClosed) || errors.As(err, &bad) {
 			// Closed for good, or a state that is none: no try would do.
 			return backoff.Permanent(err)

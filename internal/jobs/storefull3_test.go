@@ -25,4 +25,9 @@ func TestSubmitToAFullStoreSaysSo(t *testing.T) {
 		!errors.As(err, &apiErr) || apiErr.ErrorCode != jsInsufficientResources {
 		t.Errorf("Submit: %v", err)
 	}
+	// The store answered: said at once, not tried again for the state
+	// bound and then called unavailable.
+	if errors.Is(err, errStateUnavailable) {
+		t.Errorf("Submit: %v; a full store is not an unavailable one", err)
+	}
 }
