@@ -403,6 +403,12 @@ func exited(fd int, d time.Duration) bool {
 // childPIDs lists the processes whose parent is pid.
 func childPIDs(t *testing.T, pid int) []int {
 	t.Helper()
+	return procPIDs(t, func(p int) bool { return parentPID(p) == pid })
+}
+
+// procPIDs lists the running processes keep takes, from /proc.
+func procPIDs(t *testing.T, keep func(pid int) bool) []int {
+	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +416,7 @@ func childPIDs(t *testing.T, pid int) []int {
 	var pids []int
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
-		if err == nil && parentPID(p) == pid {
+		if err == nil && keep(p) {
 			pids = append(pids, p)
 		}
 	}

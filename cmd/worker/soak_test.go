@@ -511,21 +511,10 @@ func (s *soak) checkNoStrayCodeChildren() {
 // set) of the binary exe.
 func codeProcesses(t *testing.T, exe string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if x, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); x == exe && isCodeProcess(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return procPIDs(t, func(pid int) bool {
+		x, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return x == exe && isCodeProcess(pid)
+	})
 }
 
 // isCodeProcess reports whether pid is a code-mode child (its whole
