@@ -4,19 +4,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/jetagent/jetagent/internal/childtest"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
 )
 
@@ -59,7 +57,7 @@ func TestKilledDemoLeavesNoProcess(t *testing.T) {
 	}
 	// The demo's children now: its worker and the submit following the job.
 	children := map[string]int{} // name -> pidfd
-	for _, pid := range childrenOf(t, demo.Process.Pid) {
+	for _, pid := range childtest.Children(t, demo.Process.Pid) {
 		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		if err != nil {
 			continue
@@ -83,45 +81,8 @@ func TestKilledDemoLeavesNoProcess(t *testing.T) {
 	_ = demo.Wait()
 	waited = true
 	for name, fd := range children {
-		if !exitedWithin(fd, 30*time.Second) {
+		if !childtest.Exited(fd, 30*time.Second) {
 			t.Errorf("the demo's %s still runs 30s after the demo was killed", name)
 		}
-	}
-}
-
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(t *testing.T, pid int) []int {
-	t.Helper()
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			child, _ := strconv.Atoi(strings.Fields(s)[0])
-			pids = append(pids, child)
-		}
-	}
-	return pids
-}
-
-// exitedWithin waits up to d for the process behind pidfd fd to exit.
-func exitedWithin(fd int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(max(0, time.Until(deadline).Milliseconds())))
-		if errors.Is(err, unix.EINTR) {
-			continue // the Go runtime's signals interrupt poll
-		}
-		return err == nil && n > 0
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/childtest"
 	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/natstest"
@@ -77,7 +78,7 @@ func TestWorkerStopLetsTheScriptFinish(t *testing.T) {
 // codeChild is the code-mode child process of the worker pid.
 func codeChild(t *testing.T, pid int) int {
 	t.Helper()
-	for _, p := range childPIDs(t, pid) {
+	for _, p := range childtest.Children(t, pid) {
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
 		if err == nil && bytes.Contains(env, []byte(codemode.ChildEnv+"=1\x00")) {
 			return p

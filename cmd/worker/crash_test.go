@@ -5,13 +5,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/childtest"
 	"github.com/jetagent/jetagent/internal/jobs"
 	"github.com/jetagent/jetagent/internal/llm"
 	"github.com/jetagent/jetagent/internal/llm/llmtest"
@@ -310,7 +309,7 @@ func startChildWorker(t *testing.T, name string, env []string) *childWorker {
 			t.Logf("worker %s stderr:\n%s", name, c.stderr.String())
 		}
 		for pid, fd := range c.children {
-			if !exited(fd, 0) {
+			if !childtest.Exited(fd, 0) {
 				// Left behind by the worker: kill its process group (the
 				// pool gives each server its own) so the test leaves none.
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -324,7 +323,7 @@ func startChildWorker(t *testing.T, name string, env []string) *childWorker {
 // recordChildren notes the worker's current child processes.
 func (c *childWorker) recordChildren(t *testing.T) {
 	t.Helper()
-	for _, pid := range childPIDs(t, c.cmd.Process.Pid) {
+	for _, pid := range childtest.Children(t, c.cmd.Process.Pid) {
 		if _, ok := c.children[pid]; ok {
 			continue
 		}
@@ -379,64 +378,12 @@ func (c *childWorker) checkNoRace(t *testing.T) {
 func (c *childWorker) checkChildrenExit(t *testing.T) {
 	t.Helper()
 	for pid, fd := range c.children {
-		if !exited(fd, 10*time.Second) {
+		if !childtest.Exited(fd, 10*time.Second) {
 			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			t.Errorf("worker %s is gone but its child %d (%s) still runs, parent now %d",
-				c.name, pid, strings.ReplaceAll(string(cmdline), "\x00", " "), parentPID(pid))
+				c.name, pid, strings.ReplaceAll(string(cmdline), "\x00", " "), childtest.ParentPID(pid))
 		}
 	}
-}
-
-// exited waits up to d for the process behind pidfd fd to exit.
-func exited(fd int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(max(0, time.Until(deadline).Milliseconds())))
-		if errors.Is(err, unix.EINTR) {
-			continue // the Go runtime's signals interrupt poll
-		}
-		return err == nil && n > 0
-	}
-}
-
-// childPIDs lists the processes whose parent is pid.
-func childPIDs(t *testing.T, pid int) []int {
-	t.Helper()
-	return procPIDs(t, func(p int) bool { return parentPID(p) == pid })
-}
-
-// procPIDs lists the running processes keep takes, from /proc.
-func procPIDs(t *testing.T, keep func(pid int) bool) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err == nil && keep(p) {
-			pids = append(pids, p)
-		}
-	}
-	return pids
-}
-
-// parentPID reads a process's parent from /proc (0 if it is gone).
-func parentPID(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }
 
 // startCrashNATS starts the embedded nats-server of a test whose workers

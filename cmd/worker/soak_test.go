@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jetagent/jetagent/internal/agentloop"
+	"github.com/jetagent/jetagent/internal/childtest"
 	"github.com/jetagent/jetagent/internal/clienttools"
 	"github.com/jetagent/jetagent/internal/codemode"
 	"github.com/jetagent/jetagent/internal/jobs"
@@ -491,7 +492,7 @@ func (s *soak) checkNoStrayCodeChildren() {
 		s.t.Fatal(err)
 	}
 	for _, pid := range codeProcesses(s.t, self) {
-		if pp := parentPID(pid); pp != 0 {
+		if pp := childtest.ParentPID(pid); pp != 0 {
 			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pp)); exe == self {
 				continue
 			}
@@ -500,8 +501,8 @@ func (s *soak) checkNoStrayCodeChildren() {
 		if err != nil {
 			continue // gone
 		}
-		if !exited(fd, 10*time.Second) {
-			s.t.Errorf("code process %d of a gone worker still runs, parent now %d", pid, parentPID(pid))
+		if !childtest.Exited(fd, 10*time.Second) {
+			s.t.Errorf("code process %d of a gone worker still runs, parent now %d", pid, childtest.ParentPID(pid))
 		}
 		_ = unix.Close(fd)
 	}
@@ -511,7 +512,7 @@ func (s *soak) checkNoStrayCodeChildren() {
 // set) of the binary exe.
 func codeProcesses(t *testing.T, exe string) []int {
 	t.Helper()
-	return procPIDs(t, func(pid int) bool {
+	return childtest.Processes(t, func(pid int) bool {
 		x, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		return x == exe && isCodeProcess(pid)
 	})
@@ -554,7 +555,7 @@ func (s *soak) inject(until time.Time) {
 			// A script runs for a second at most: a worker running one,
 			// when one does, so that a kill finds one more often.
 			for _, x := range s.workers {
-				if slices.ContainsFunc(childPIDs(s.t, x.cmd.Process.Pid), isCodeProcess) {
+				if slices.ContainsFunc(childtest.Children(s.t, x.cmd.Process.Pid), isCodeProcess) {
 					w = x
 					break
 				}
@@ -570,7 +571,7 @@ func (s *soak) inject(until time.Time) {
 			s.restartNATS(time.Duration(100+rng.IntN(1900)) * time.Millisecond)
 		case 2:
 			var pids []int
-			for _, pid := range childPIDs(s.t, w.cmd.Process.Pid) {
+			for _, pid := range childtest.Children(s.t, w.cmd.Process.Pid) {
 				if !isCodeProcess(pid) {
 					pids = append(pids, pid)
 				}
@@ -585,7 +586,7 @@ func (s *soak) inject(until time.Time) {
 			}
 		case 3:
 			var pids []int
-			for _, pid := range childPIDs(s.t, w.cmd.Process.Pid) {
+			for _, pid := range childtest.Children(s.t, w.cmd.Process.Pid) {
 				if isCodeProcess(pid) {
 					pids = append(pids, pid)
 				}
@@ -1066,7 +1067,7 @@ func (s *soak) startWorker() *soakWorker {
 		}
 		_ = w.logFile.Close()
 		for pid, fd := range w.children {
-			if !exited(fd, 0) {
+			if !childtest.Exited(fd, 0) {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			}
 			_ = unix.Close(fd)
@@ -1120,7 +1121,7 @@ func (s *soak) stopWorker(w *soakWorker) {
 }
 
 func (w *soakWorker) recordChildren(t *testing.T) {
-	for _, pid := range childPIDs(t, w.cmd.Process.Pid) {
+	for _, pid := range childtest.Children(t, w.cmd.Process.Pid) {
 		if _, ok := w.children[pid]; ok {
 			continue
 		}
@@ -1137,8 +1138,8 @@ func (w *soakWorker) recordChildren(t *testing.T) {
 // running a few seconds later.
 func (w *soakWorker) checkChildrenExit(t *testing.T) {
 	for pid, fd := range w.children {
-		if !exited(fd, 10*time.Second) {
-			t.Errorf("worker %s is gone but its child %d still runs, parent now %d", w.name, pid, parentPID(pid))
+		if !childtest.Exited(fd, 10*time.Second) {
+			t.Errorf("worker %s is gone but its child %d still runs, parent now %d", w.name, pid, childtest.ParentPID(pid))
 		}
 	}
 }
