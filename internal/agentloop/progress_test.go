@@ -25,20 +25,33 @@ func progressMCPServer(ack <-chan struct{}, acked int) *server.MCPServer {
 			n := int(req.GetFloat("n", 0))
 			m := req.Params.Meta
 			for i := 1; m != nil && m.ProgressToken != nil && i <= n; i++ {
-				_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
-					"progressToken": m.ProgressToken, "progress": i, "total": n, "message": "page " + string(rune('0'+i%10)),
-				})
-				if i <= acked {
-					select {
-					case <-ack:
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
+				if err := sendProgress(ctx, m.ProgressToken, map[string]any{"progress": i, "total": n, "message": "page " + string(rune('0'+i%10))}, ack, i <= acked); err != nil {
+					return nil, err
 				}
 			}
 			return mcp.NewToolResultText("crawled"), nil
 		})
 	return s
+}
+
+// sendProgress sends a progress report of the call's token with fields
+// and, with wait, waits for it to be taken from ack (mcp-go's server
+// sends notifications apart from the response).
+func sendProgress(ctx context.Context, token mcp.ProgressToken, fields map[string]any, ack <-chan struct{}, wait bool) error {
+	p := map[string]any{"progressToken": token}
+	for k, v := range fields {
+		p[k] = v
+	}
+	_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), p)
+	if !wait {
+		return nil
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // A tool's progress reports are tool.progress events of its call, in

@@ -22,15 +22,8 @@ func oddProgressServer(ack <-chan struct{}, reports []map[string]any) *server.MC
 	s.AddTool(mcp.NewToolWithRawSchema("odd", "Report oddly.", json.RawMessage(`{"type":"object"}`)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			for _, r := range reports {
-				p := map[string]any{"progressToken": req.Params.Meta.ProgressToken}
-				for k, v := range r {
-					p[k] = v
-				}
-				_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), p)
-				select {
-				case <-ack:
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				if err := sendProgress(ctx, req.Params.Meta.ProgressToken, r, ack, true); err != nil {
+					return nil, err
 				}
 			}
 			return mcp.NewToolResultText("done"), nil
